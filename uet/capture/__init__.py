@@ -1,0 +1,1 @@
+"""Capture files: reading pcap/pcapng frames and decoding them into the ``uet decode`` JSON."""

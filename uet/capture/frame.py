@@ -1,0 +1,197 @@
+"""One captured frame -> the ``uet decode --json`` object (design.md "Contracts").
+
+Link layer (Ethernet with VLAN tags, raw IP, Linux cooked v1/v2, BSD loopback) -> IPv4/IPv6 ->
+UDP (UET on the configured ports, RoCEv2 on 4791) or IP protocol 253 (UET with the entropy header).
+Never raises on frame contents: what cannot be decoded goes into ``problems`` and ``error``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ROCE_UDP_PORT, UET_IP_PROTO, UET_UDP_PORT
+from ..wire import codec
+from ..wire.packet import Decoded, decode_roce, decode_uet
+from ..wire.schema import DEFAULT_OPTIONS, Options
+from ..wire.trailer import CrcContext
+
+LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_RAW, LINKTYPE_LOOP = 0, 1, 101, 108
+LINKTYPE_SLL, LINKTYPE_IPV4, LINKTYPE_IPV6, LINKTYPE_SLL2 = 113, 228, 229, 276
+_RAW_ALIASES = (12, 14, LINKTYPE_RAW)  # DLT_RAW differs between BSDs
+ETHERTYPE_IPV4, ETHERTYPE_IPV6 = 0x0800, 0x86DD
+_VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
+_AF_INET6 = (10, 24, 28, 30)  # Linux, NetBSD/OpenBSD, FreeBSD, macOS
+
+_ETH, _VLAN, _SLL, _SLL2 = codec("eth"), codec("vlan"), codec("sll"), codec("sll2")
+_IPV4, _IPV6, _UDP = codec("ipv4"), codec("ipv6"), codec("udp")
+
+
+@dataclass
+class DecodeConfig:
+    """Options of ``uet decode``: which UDP ports are UET, and how to treat the trailer."""
+
+    ports: tuple[int, ...] = (UET_UDP_PORT,)
+    trailer: str = "auto"
+    opts: Options = field(default_factory=lambda: DEFAULT_OPTIONS)
+
+
+@dataclass
+class FrameResult:
+    """The JSON object plus the decoded transport headers (for the tree rendering)."""
+
+    obj: dict[str, Any]
+    transport: Decoded | None = None
+    ip_fields: dict[str, Any] | None = None
+    udp_fields: dict[str, Any] | None = None
+
+
+class _Stop(Exception):
+    pass
+
+
+def _link_to_ip(linktype: int, raw: bytes) -> tuple[int, int]:
+    """(offset of the IP header, IP version hint 0/4/6) or raise _Stop with a reason."""
+    if linktype == LINKTYPE_ETHERNET:
+        if len(raw) < 14:
+            raise _Stop(f"eth: truncated: needs 14 bytes, {len(raw)} left")
+        eth, off = _ETH.decode(raw, 0)
+        etype = eth["ethertype"]
+        while etype in _VLAN_TPIDS:
+            if len(raw) < off + 4:
+                raise _Stop("vlan: truncated tag")
+            etype = _VLAN.decode(raw, off)[0]["ethertype"]
+            off += 4
+        if etype == ETHERTYPE_IPV4:
+            return off, 4
+        if etype == ETHERTYPE_IPV6:
+            return off, 6
+        raise _Stop(f"eth: ethertype 0x{etype:04x} is not IP")
+    if linktype in _RAW_ALIASES:
+        return 0, 0
+    if linktype == LINKTYPE_IPV4:
+        return 0, 4
+    if linktype == LINKTYPE_IPV6:
+        return 0, 6
+    if linktype in (LINKTYPE_SLL, LINKTYPE_SLL2):
+        c = _SLL if linktype == LINKTYPE_SLL else _SLL2
+        if len(raw) < c.min_size:
+            raise _Stop(f"{c.key}: truncated: needs {c.min_size} bytes, {len(raw)} left")
+        proto = c.decode(raw, 0)[0]["protocol"]
+        if proto in (ETHERTYPE_IPV4, ETHERTYPE_IPV6):
+            return c.min_size, 4 if proto == ETHERTYPE_IPV4 else 6
+        raise _Stop(f"{c.key}: protocol 0x{proto:04x} is not IP")
+    if linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
+        if len(raw) < 4:
+            raise _Stop("null: truncated")
+        fam_be = int.from_bytes(raw[:4], "big")
+        fam = fam_be if linktype == LINKTYPE_LOOP or fam_be < 0x10000 else int.from_bytes(raw[:4], "little")
+        if fam == 2:
+            return 4, 4
+        if fam in _AF_INET6:
+            return 4, 6
+        raise _Stop(f"null: address family {fam} is not IP")
+    raise _Stop(f"linktype {linktype} is not supported")
+
+
+def decode_frame(linktype: int, raw: bytes, number: int, cfg: DecodeConfig | None = None) -> FrameResult:
+    """Decode one frame; ``number`` is its 1-based position in the file."""
+    cfg = cfg or DecodeConfig()
+    obj: dict[str, Any] = {"frame": number}
+    res = FrameResult(obj)
+    problems: list[str] = []
+    try:
+        _decode_ip(linktype, raw, cfg, res, problems)
+    except _Stop as stop:
+        obj["problems"] = problems + [str(stop)]
+        obj["error"] = str(stop)
+        return res
+    error = obj.pop("error", None)
+    obj["problems"] = problems
+    if error is not None:
+        obj["error"] = error
+    return res
+
+
+def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, problems: list[str]) -> None:
+    obj = res.obj
+    off, version = _link_to_ip(linktype, raw)
+    if off >= len(raw):
+        raise _Stop("ip: no bytes after the link header")
+    actual = raw[off] >> 4
+    if version and actual != version:
+        problems.append(f"ip: version nibble {actual} disagrees with the link layer ({version})")
+    if actual == 4:
+        if len(raw) - off < 20:
+            raise _Stop(f"ipv4: truncated: needs 20 bytes, {len(raw) - off} left")
+        ip, _ = _IPV4.decode(raw, off)
+        hlen = ip["ihl"] * 4
+        if hlen < 20:
+            raise _Stop(f"ipv4: header length {hlen} is below 20")
+        total = ip["total_length"]
+        proto = ip["protocol"]
+        src, dst = raw[off + 12:off + 16], raw[off + 16:off + 20]
+        obj["ip"] = {"version": 4, "src": _a4(ip["src"]), "dst": _a4(ip["dst"]), "dscp": ip["dscp"],
+                     "ecn": ip["ecn"], "ttl": ip["ttl"]}
+        if ip["flags"] & 1 or ip["fragment_offset"]:
+            problems.append("ipv4: fragment; transport not decoded")
+            return
+    elif actual == 6:
+        if len(raw) - off < 40:
+            raise _Stop(f"ipv6: truncated: needs 40 bytes, {len(raw) - off} left")
+        ip, _ = _IPV6.decode(raw, off)
+        hlen, total, proto = 40, 40 + ip["payload_length"], ip["next_header"]
+        src, dst = raw[off + 8:off + 24], raw[off + 24:off + 40]
+        obj["ip"] = {"version": 6, "src": _a6(ip["src"]), "dst": _a6(ip["dst"]), "dscp": ip["dscp"],
+                     "ecn": ip["ecn"], "ttl": ip["hop_limit"]}
+    else:
+        raise _Stop(f"ip: version {actual} is neither 4 nor 6")
+    res.ip_fields = ip
+    end = off + total
+    if end > len(raw):
+        problems.append(f"ip: {len(raw) - off} bytes captured of {total}")
+        end = len(raw)
+    elif total < hlen:
+        raise _Stop(f"ip: total length {total} is shorter than the header")
+    pkt = raw[off:end]  # drops Ethernet padding
+    l4 = hlen
+
+    if proto == 17:
+        if len(pkt) - l4 < 8:
+            raise _Stop(f"udp: truncated: needs 8 bytes, {len(pkt) - l4} left")
+        udp, _ = _UDP.decode(pkt, l4)
+        res.udp_fields = udp
+        obj["udp"] = {k: udp[k] for k in ("sport", "dport", "length", "checksum")}
+        ulen = udp["length"]
+        payload_end = l4 + ulen
+        if ulen < 8 or payload_end > len(pkt):
+            problems.append(f"udp: length {ulen} does not match the {len(pkt) - l4} bytes present")
+            payload_end = len(pkt)
+        payload = pkt[l4 + 8:payload_end]
+        if udp["dport"] in cfg.ports or udp["sport"] in cfg.ports:
+            ctx = CrcContext(bytes(src), bytes(dst), bytes(pkt[l4:l4 + 8]))
+            _attach(obj, res, problems, "uet", decode_uet(payload, ctx, trailer=cfg.trailer, opts=cfg.opts))
+        elif udp["dport"] == ROCE_UDP_PORT:
+            _attach(obj, res, problems, "roce", decode_roce(pkt[:payload_end], l4 + 8, opts=cfg.opts))
+    elif proto == UET_IP_PROTO:
+        ctx = CrcContext(bytes(src), bytes(dst), None)
+        _attach(obj, res, problems, "uet",
+                decode_uet(pkt[l4:], ctx, trailer=cfg.trailer, opts=cfg.opts, entropy_header=True))
+
+
+def _attach(obj: dict[str, Any], res: FrameResult, problems: list[str], key: str, d: Decoded) -> None:
+    res.transport = d
+    obj[key] = d.layer
+    problems.extend(d.problems)
+    if d.error is not None:
+        obj["error"] = d.error
+
+
+def _a4(v: int) -> str:
+    return f"{v >> 24}.{v >> 16 & 255}.{v >> 8 & 255}.{v & 255}"
+
+
+def _a6(v: int) -> str:
+    import ipaddress
+
+    return str(ipaddress.IPv6Address(v))

@@ -1,0 +1,275 @@
+"""Fast encode/decode compiled from the schema (:mod:`uet.wire.schema`).
+
+Each header expands into its *variants* - one per combination of :class:`Switch` arms - and every
+variant gets a generated decoder (one ``int.from_bytes`` of the header, then a shift and a mask per
+field) and a generated encoder. Decoding picks the variant by reading the selector fields first.
+
+Decoded headers are plain dicts: ints, bools for flags, negative ints for signed fields; reserved
+fields appear as ``rsvd_<bit offset>`` so that a decode/encode round trip is exact even for packets
+that set reserved bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..errors import DecodeError, EncodeError, TruncatedError
+from .schema import DEFAULT_OPTIONS, Field, Header, Item, Options, Switch
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A field at its bit offset inside one variant; ``name`` is unique within the variant."""
+
+    field: Field
+    name: str
+    offset: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.field.width
+
+
+class Variant:
+    """One concrete layout of a header: fixed size, fixed field positions."""
+
+    def __init__(self, header: Header, key: tuple[int, ...], placed: tuple[Placed, ...], bits: int):
+        if bits % 8:
+            raise ValueError(f"{header.key} variant {key}: {bits} bits is not a whole number of bytes")
+        self.header = header
+        self.key = key
+        self.placed = placed
+        self.size = bits // 8
+        self.names = tuple(p.name for p in placed)
+        self._dec: Callable[[int], dict[str, Any]] = _compile_decoder(placed, bits)
+        self._enc: Callable[[Mapping[str, Any]], int] = _compile_encoder(header.key, placed, bits)
+        self.enum_fields = tuple(p for p in placed if p.field.enum is not None)
+        self.reserved = tuple(p for p in placed if p.field.reserved)
+
+    def decode_int(self, value: int) -> dict[str, Any]:
+        return self._dec(value)
+
+    def encode_int(self, fields: Mapping[str, Any]) -> int:
+        return self._enc(fields)
+
+
+def _compile_decoder(placed: tuple[Placed, ...], bits: int) -> Callable[[int], dict[str, Any]]:
+    parts = []
+    for p in placed:
+        f = p.field
+        shift = bits - p.end
+        raw = f"(v >> {shift})" if shift else "v"
+        if f.flag:
+            expr = f"({raw} & 1) == 1"
+        elif f.signed:
+            sign = 1 << (f.width - 1)
+            expr = f"((({raw}) & {f.mask}) ^ {sign}) - {sign}"
+        elif p.offset == 0 and shift == 0:
+            expr = "v"
+        else:
+            expr = f"{raw} & {f.mask}" if p.offset else raw
+        parts.append(f"{p.name!r}: {expr}")
+    src = "def _dec(v):\n    return {" + ", ".join(parts) + "}\n"
+    ns: dict[str, Any] = {}
+    exec(compile(src, f"<uet.wire.codec decoder>", "exec"), ns)
+    return ns["_dec"]
+
+
+def _compile_encoder(hkey: str, placed: tuple[Placed, ...], bits: int) -> Callable[[Mapping[str, Any]], int]:
+    lines = ["def _enc(d):", "    v = 0", "    g = d.get"]
+    for p in placed:
+        f = p.field
+        shift = bits - p.end
+        lo = -(1 << (f.width - 1)) if f.signed else 0
+        hi = f.mask
+        lines.append(f"    x = g({p.name!r}, 0)")
+        lines.append("    if x.__class__ is not int: x = _toint(x, %r)" % p.name)
+        lines.append(f"    if x < {lo} or x > {hi}: _range({hkey!r}, {p.name!r}, x, {lo}, {hi})")
+        lines.append(f"    v |= (x & {f.mask}) << {shift}" if f.signed else f"    v |= x << {shift}")
+    lines.append("    return v")
+    ns: dict[str, Any] = {"_toint": _toint, "_range": _range}
+    exec(compile("\n".join(lines) + "\n", f"<uet.wire.codec encoder>", "exec"), ns)
+    return ns["_enc"]
+
+
+def _toint(x: Any, name: str) -> int:
+    if isinstance(x, bool) or isinstance(x, int):
+        return int(x)
+    raise EncodeError(f"field {name}: expected an int, got {type(x).__name__}")
+
+
+def _range(hkey: str, name: str, x: int, lo: int, hi: int) -> None:
+    raise EncodeError(f"{hkey}: field {name} = {x} does not fit [{lo}, {hi}]")
+
+
+class Codec:
+    """Encoder/decoder for one :class:`Header`, built once per header (see :func:`codec`)."""
+
+    def __init__(self, header: Header):
+        self.header = header
+        self.key = header.key
+        self._selectors: dict[int, Placed] = {}
+        self.variants: dict[tuple[int, ...], Variant] = {}
+        for key, placed, bits in _expand(header.items, 0, (), (), self._selectors):
+            self.variants[key] = Variant(header, key, placed, bits)
+        self._switches = _switch_tree(header.items)
+        self.min_size = min(v.size for v in self.variants.values())
+        self.max_size = max(v.size for v in self.variants.values())
+        self._only = next(iter(self.variants.values())) if len(self.variants) == 1 else None
+        # the bytes needed to read every selector field
+        self._sel_bytes = max(((p.end + 7) // 8 for p in self._selectors.values()), default=0)
+
+    # --- variant choice --------------------------------------------------------------------
+
+    def _choose(self, get: Callable[[Switch], object]) -> Variant:
+        key: list[int] = []
+        stack = list(reversed(self._switches))
+        while stack:
+            sw, arms = stack.pop()
+            idx = sw.arm(get(sw))
+            key.append(idx)
+            stack.extend(reversed(arms[idx]))
+        return self.variants[tuple(key)]
+
+    def variant_for_bytes(self, buf: bytes | bytearray | memoryview, off: int = 0,
+                          opts: Options = DEFAULT_OPTIONS) -> Variant:
+        if self._only is not None:
+            return self._only
+        have = len(buf) - off
+        if have < self._sel_bytes:
+            raise TruncatedError(self.key, self.min_size, max(have, 0), off)
+
+        def get(sw: Switch) -> object:
+            if sw.is_option:
+                return opts.get(sw.on[1:])
+            p = self._selectors[id(sw)]
+            sb, eb = p.offset // 8, (p.end + 7) // 8
+            return (int.from_bytes(buf[off + sb:off + eb], "big") >> (eb * 8 - p.end)) & p.field.mask
+
+        return self._choose(get)
+
+    def variant_for_fields(self, fields: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS) -> Variant:
+        if self._only is not None:
+            return self._only
+
+        def get(sw: Switch) -> object:
+            if sw.is_option:
+                return opts.get(sw.on[1:])
+            return int(fields.get(sw.on, 0))
+
+        return self._choose(get)
+
+    # --- decode / encode -------------------------------------------------------------------
+
+    def decode(self, buf: bytes | bytearray | memoryview, off: int = 0,
+               opts: Options = DEFAULT_OPTIONS) -> tuple[dict[str, Any], int]:
+        """Decode the header at ``buf[off:]``; returns (fields, size in bytes).
+
+        Raises :class:`TruncatedError` when the buffer ends inside the header.
+        """
+        if off < 0:
+            raise DecodeError("negative offset", header=self.key)
+        var = self.variant_for_bytes(buf, off, opts)
+        end = off + var.size
+        if end > len(buf):
+            raise TruncatedError(self.key, var.size, len(buf) - off, off)
+        return var.decode_int(int.from_bytes(buf[off:end], "big")), var.size
+
+    def decode_partial(self, buf: bytes | bytearray | memoryview, off: int = 0,
+                       opts: Options = DEFAULT_OPTIONS) -> tuple[dict[str, Any], int]:
+        """Like :meth:`decode`, but on a short buffer return the fields that fit whole.
+
+        Returns (fields, size the header needs). Never raises on short input.
+        """
+        have = max(len(buf) - off, 0)
+        try:
+            var = self.variant_for_bytes(buf, off, opts)
+        except TruncatedError:
+            var = self.variants[min(self.variants)]  # first arms: only whole fields are kept anyway
+        if have >= var.size:
+            return var.decode_int(int.from_bytes(buf[off:off + var.size], "big")), var.size
+        value = int.from_bytes(buf[off:off + have], "big") << (8 * (var.size - have))
+        full = var.decode_int(value)
+        keep = {p.name for p in var.placed if p.end <= have * 8}
+        # a selector that did not fit would have chosen an arm by accident: drop what follows it
+        return {k: v for k, v in full.items() if k in keep}, var.size
+
+    def encode(self, fields: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS) -> bytes:
+        var = self.variant_for_fields(fields, opts)
+        return var.encode_int(fields).to_bytes(var.size, "big")
+
+    def size_of(self, fields: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS) -> int:
+        return self.variant_for_fields(fields, opts).size
+
+    # --- checks and derived values ---------------------------------------------------------
+
+    def problems(self, fields: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS) -> list[str]:
+        """Readable notes on reserved bits that are set and enum values nobody defined."""
+        var = self.variant_for_fields(fields, opts)
+        out = []
+        for p in var.reserved:
+            v = fields.get(p.name, 0)
+            if v:
+                out.append(f"{self.key}: reserved bits {p.offset}-{p.end - 1} are set (0x{v:X})")
+        for p in var.enum_fields:
+            v = fields.get(p.name)
+            if v is not None and p.field.enum.symbol(v) is None:  # type: ignore[union-attr]
+                out.append(f"{self.key}: {p.name} = {v} (0x{v:X}) is not a known "
+                           f"{p.field.enum.name} value")  # type: ignore[union-attr]
+        return out
+
+    def derived(self, fields: Mapping[str, Any]) -> dict[str, int]:
+        out = {}
+        for d in self.header.derived:
+            v = d.compute(fields)
+            if v is not None:
+                out[d.name] = v
+        return out
+
+
+def _expand(items: tuple[Item, ...], off: int, key: tuple[int, ...], placed: tuple[Placed, ...],
+            selectors: dict[int, Placed]) -> list[tuple[tuple[int, ...], tuple[Placed, ...], int]]:
+    states = [(key, placed, off)]
+    for it in items:
+        nxt = []
+        for k, p, o in states:
+            if isinstance(it, Field):
+                name = f"rsvd_{o}" if it.reserved else it.name
+                nxt.append((k, p + (Placed(it, name, o),), o + it.width))
+                continue
+            if not it.is_option:
+                sel = next((q for q in p if q.name == it.on), None)
+                if sel is None:
+                    raise ValueError(f"switch on {it.on!r} before that field is declared")
+                prev = selectors.setdefault(id(it), sel)
+                if prev.offset != sel.offset:
+                    raise ValueError(f"selector {it.on!r} moves between variants")
+            for idx in range(len(it.cases) + 1):
+                nxt.extend(_expand(it.arm_items(idx), o, k + (idx,), p, selectors))
+        states = nxt
+    return states
+
+
+def _switch_tree(items: tuple[Item, ...]) -> list[tuple[Switch, list[list[Any]]]]:
+    tree = []
+    for it in items:
+        if isinstance(it, Switch):
+            arms = [_switch_tree(it.arm_items(i)) for i in range(len(it.cases) + 1)]
+            tree.append((it, arms))
+    return tree
+
+
+_CODECS: dict[str, Codec] = {}
+
+
+def codec(header: Header | str) -> Codec:
+    """The (cached) codec of a header, by declaration or by key (``"pds.ack_cc"``)."""
+    from .registry import HEADERS
+
+    key = header if isinstance(header, str) else header.key
+    c = _CODECS.get(key)
+    if c is None:
+        h = HEADERS[key] if isinstance(header, str) else header
+        c = _CODECS[key] = Codec(h)
+    return c

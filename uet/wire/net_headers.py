@@ -1,0 +1,50 @@
+"""IPv4, IPv6 and UDP declarations: the underlay that ``uet decode`` reads before UET or RoCEv2.
+
+They go through the same schema and codecs as the transport headers, so nothing is parsed by hand;
+the Lua generator leaves them to Wireshark's own dissectors.
+"""
+
+from __future__ import annotations
+
+from .enums import ECN
+from .schema import E, Header, U, X, Field
+
+IPV4 = Header("ipv4", "IPv4 header (without options)", (
+    U("version", 4), U("ihl", 4, "header length in 32-bit words"),
+    U("dscp", 6), E("ecn", 2, ECN, ref="A.2"),
+    U("total_length", 16), X("identification", 16),
+    U("flags", 3), U("fragment_offset", 13),
+    U("ttl", 8), U("protocol", 8), X("checksum", 16),
+    Field("src", 32, display="ipv4"), Field("dst", 32, display="ipv4"),
+), ref="RFC 791")
+
+IPV6 = Header("ipv6", "IPv6 fixed header", (
+    U("version", 4), U("dscp", 6), E("ecn", 2, ECN, ref="A.2"), X("flow_label", 20),
+    U("payload_length", 16), U("next_header", 8), U("hop_limit", 8),
+    Field("src", 128, display="ipv6"), Field("dst", 128, display="ipv6"),
+), ref="RFC 8200")
+
+UDP = Header("udp", "UDP header", (
+    U("sport", 16, "source port (UET: the entropy value)", "A.1"), U("dport", 16),
+    U("length", 16), X("checksum", 16),
+), ref="RFC 768")
+
+# Link layers that pcap files carry (linktypes 1, 113, 276, 0/108).
+ETH = Header("eth", "Ethernet II", (
+    Field("dst", 48, display="hex"), Field("src", 48, display="hex"), X("ethertype", 16),
+), ref="IEEE 802.3")
+VLAN = Header("vlan", "802.1Q tag (after its TPID)", (
+    U("pcp", 3), U("dei", 1), U("vid", 12), X("ethertype", 16),
+), ref="IEEE 802.1Q")
+SLL = Header("sll", "Linux cooked capture v1", (
+    U("packet_type", 16), U("arphrd", 16), U("addr_len", 16), X("addr", 64), X("protocol", 16),
+), ref="LINKTYPE_LINUX_SLL")
+SLL2 = Header("sll2", "Linux cooked capture v2", (
+    X("protocol", 16), U("rsvd", 16), U("ifindex", 32), U("arphrd", 16), U("packet_type", 8),
+    U("addr_len", 8), X("addr", 64),
+), ref="LINKTYPE_LINUX_SLL2")
+NULL = Header("null", "BSD loopback (address family in the capturing host's byte order)", (
+    U("family", 32),
+), ref="LINKTYPE_NULL")
+
+NET_HEADERS = (IPV4, IPV6, UDP, ETH, VLAN, SLL, SLL2, NULL)
