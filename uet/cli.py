@@ -44,6 +44,19 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_wireshark(args: argparse.Namespace) -> int:
+    from .wireshark.lua import generate_lua
+
+    text = generate_lua(port=args.port, proto_name=args.name)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"uet wireshark: wrote {args.output}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="uet", description="Ultra Ethernet Transport (UEC 1.0.x) reference implementation.")
@@ -70,6 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--mswap-cswap-ext", action="store_true",
                      help="decode AMO MSWAP with the 36-byte compare-swap extension (uet-facts H.2)")
     dec.set_defaults(func=_cmd_decode)
+
+    ws = sub.add_parser("wireshark", help="write the Lua dissector generated from the header schema",
+                        description="Generate a Wireshark Lua dissector for UET (UDP port and IP "
+                                    "protocol 253) and the RoCEv2 additions, from the same header "
+                                    "declarations that uet decode uses.")
+    ws.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    ws.add_argument("--port", type=int, default=UET_UDP_PORT, help="default UDP port preference")
+    ws.add_argument("--name", default="uet",
+                    help="protocol name to register; falls back to 'uetref' when taken (default uet)")
+    ws.set_defaults(func=_cmd_wireshark)
     return parser
 
 
