@@ -5,9 +5,11 @@ Yields ``(linktype, frame bytes, timestamp)``; link-layer decoding is in :mod:`u
 
 from __future__ import annotations
 
-import io
+import os
+import shutil
 import sys
-from typing import BinaryIO, Iterator
+import tempfile
+from typing import Iterator
 
 from ..errors import UetError
 
@@ -22,13 +24,18 @@ def read_frames(path: str) -> Iterator[tuple[int, bytes, float]]:
     from scapy.error import Scapy_Exception
     from scapy.utils import RawPcapNgReader, RawPcapReader
 
-    src: str | BinaryIO
     if path == "-":
-        src = io.BytesIO(sys.stdin.buffer.read())
-    else:
-        src = path
+        # Scapy sniffs the format from a named file; spool stdin to one (pipes cannot seek).
+        spool = tempfile.NamedTemporaryFile(prefix="uet-stdin-", suffix=".pcap", delete=False)
+        with spool:
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+        try:
+            yield from read_frames(spool.name)
+        finally:
+            os.unlink(spool.name)
+        return
     try:
-        reader = RawPcapReader(src)
+        reader = RawPcapReader(path)
     except FileNotFoundError as exc:
         raise CaptureError(f"{path}: no such file") from exc
     except (Scapy_Exception, OSError, EOFError, ValueError) as exc:

@@ -178,8 +178,8 @@ PDS_BY_TYPE = {
 
 # --- SES ----------------------------------------------------------------------------------------
 
-_TAGGED = (0x09, 0x0A, 0x0B, 0x0D, 0x0E)  # TAGGED_SEND, RENDEZVOUS_TSEND, DEFERRABLE_TSEND, TSEND_*
-_DEFERRABLE = (0x08, 0x0B)  # DEFERRABLE_SEND, DEFERRABLE_TSEND carry restart tokens at buffer_offset
+_TAGGED = (0x09, 0x0A, 0x0D, 0x0E)  # TAGGED_SEND, RENDEZVOUS_TSEND, TSEND_ATOMIC, TSEND_FETCH_ATOMIC
+# (DEFERRABLE_TSEND 0x0B is tagged too; its own arm below also moves the restart tokens)
 _RTR = 0x0C  # DEFERRABLE_RTR carries them at memory_key
 
 _SES_FLAGS = (
@@ -196,21 +196,26 @@ _SES_IDS = (
     Rsvd(4), U("resource_index", 12, "resource index", "D.2"),
 )
 _REQ_LEN14 = (Rsvd(2), U("request_length", 14, "total message length", "D.2"))
-_KEY_OR_BITS = When("opcode", {
-    _TAGGED: [X("match_bits", 64, "tag match bits", "D.3")],
-    _RTR: [X("initiator_restart_token", 32, "initiator restart token", "D.3"),
-           X("target_restart_token", 32, "target restart token", "D.3")],
-}, [X("memory_key", 64, "memory key", "D.3")], doc="memory_key, match_bits or restart tokens")
+_TOKENS = (X("initiator_restart_token", 32, "initiator restart token", "D.3"),
+           X("target_restart_token", 32, "target restart token", "D.3"))
+_MATCH = X("match_bits", 64, "tag match bits", "D.3")
+_MKEY = X("memory_key", 64, "memory key", "D.3")
+_BUF_OFF = X("buffer_offset", 64, "offset in the target buffer", "D.3")
+_KEY_OR_BITS = When("opcode", {_TAGGED + (0x0B,): [_MATCH], _RTR: list(_TOKENS)}, [_MKEY],
+                    doc="memory_key, match_bits or restart tokens")
 _INITIATOR = U("initiator", 32, "initiator id", "D.3")
 
 SES_STD = Header("ses.std", "SES standard request", _SES_FLAGS + (
     X("message_id", 16, "message id", "D.2"),
 ) + _SES_IDS + (
-    When("opcode", {_DEFERRABLE: [X("initiator_restart_token", 32, "initiator restart token", "D.3"),
-                                  X("target_restart_token", 32, "target restart token", "D.3")]},
-         [X("buffer_offset", 64, "offset in the target buffer", "D.3")]),
-    _INITIATOR,
-    _KEY_OR_BITS,
+    # D.3: bytes 12-31 by opcode - restart tokens replace buffer_offset for the deferrable sends
+    # and memory_key for DEFERRABLE_RTR; tagged opcodes carry match_bits.
+    When("opcode", {
+        0x08: [*_TOKENS, _INITIATOR, _MKEY],
+        0x0B: [*_TOKENS, _INITIATOR, _MATCH],
+        _RTR: [_BUF_OFF, _INITIATOR, *_TOKENS],
+        _TAGGED: [_BUF_OFF, _INITIATOR, _MATCH],
+    }, [_BUF_OFF, _INITIATOR, _MKEY], doc="buffer_offset/initiator/memory_key by opcode"),
     When("som", {1: [X("header_data", 64, "completion/header data", "D.3")]},
          [Rsvd(18), U("payload_length", 14, "payload bytes in this packet", "D.3"),
           U("message_offset", 32, "offset of this payload in the message", "D.3")]),
