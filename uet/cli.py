@@ -10,6 +10,25 @@ from typing import Sequence
 from . import UET_UDP_PORT, __version__
 
 
+def _json_dumps():
+    """Compact JSON of one frame: orjson when installed (5x faster), the standard library for
+    integers wider than 64 bits (128-bit SES fields), which orjson refuses."""
+    std = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+    try:
+        import orjson
+    except ImportError:
+        return std
+    fast = orjson.dumps
+
+    def dumps(obj: object) -> str:
+        try:
+            return fast(obj).decode()
+        except TypeError:
+            return std(obj)
+
+    return dumps
+
+
 def _cmd_decode(args: argparse.Namespace) -> int:
     from .capture.frame import DecodeConfig, decode_frame
     from .capture.pcap import CaptureError, read_frames
@@ -23,7 +42,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
                      mswap_cswap_ext=args.mswap_cswap_ext),
     )
     out = sys.stdout
-    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+    dumps = _json_dumps()
     chunk: list[str] = []
     n = 0
     try:

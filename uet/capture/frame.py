@@ -8,6 +8,7 @@ Never raises on frame contents: what cannot be decoded goes into ``problems`` an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from socket import AF_INET6, inet_ntoa, inet_ntop
 from typing import Any
 
 from .. import ROCE_UDP_PORT, UET_IP_PROTO, UET_UDP_PORT
@@ -131,7 +132,7 @@ def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, p
         total = ip["total_length"]
         proto = ip["protocol"]
         src, dst = raw[off + 12:off + 16], raw[off + 16:off + 20]
-        obj["ip"] = {"version": 4, "src": _a4(ip["src"]), "dst": _a4(ip["dst"]), "dscp": ip["dscp"],
+        obj["ip"] = {"version": 4, "src": inet_ntoa(src), "dst": inet_ntoa(dst), "dscp": ip["dscp"],
                      "ecn": ip["ecn"], "ttl": ip["ttl"]}
         if ip["flags"] & 1 or ip["fragment_offset"]:
             problems.append("ipv4: fragment; transport not decoded")
@@ -142,7 +143,8 @@ def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, p
         ip, _ = _IPV6.decode(raw, off)
         hlen, total, proto = 40, 40 + ip["payload_length"], ip["next_header"]
         src, dst = raw[off + 8:off + 24], raw[off + 24:off + 40]
-        obj["ip"] = {"version": 6, "src": _a6(ip["src"]), "dst": _a6(ip["dst"]), "dscp": ip["dscp"],
+        obj["ip"] = {"version": 6, "src": inet_ntop(AF_INET6, src), "dst": inet_ntop(AF_INET6, dst),
+                     "dscp": ip["dscp"],
                      "ecn": ip["ecn"], "ttl": ip["hop_limit"]}
     else:
         raise _Stop(f"ip: version {actual} is neither 4 nor 6")
@@ -161,7 +163,7 @@ def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, p
             raise _Stop(f"udp: truncated: needs 8 bytes, {len(pkt) - l4} left")
         udp, _ = _UDP.decode(pkt, l4)
         res.udp_fields = udp
-        obj["udp"] = {k: udp[k] for k in ("sport", "dport", "length", "checksum")}
+        obj["udp"] = udp
         ulen = udp["length"]
         payload_end = l4 + ulen
         if ulen < 8 or payload_end > len(pkt):
@@ -185,13 +187,3 @@ def _attach(obj: dict[str, Any], res: FrameResult, problems: list[str], key: str
     problems.extend(d.problems)
     if d.error is not None:
         obj["error"] = d.error
-
-
-def _a4(v: int) -> str:
-    return f"{v >> 24}.{v >> 16 & 255}.{v >> 8 & 255}.{v & 255}"
-
-
-def _a6(v: int) -> str:
-    import ipaddress
-
-    return str(ipaddress.IPv6Address(v))

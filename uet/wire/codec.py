@@ -46,6 +46,26 @@ class Variant:
         self._enc: Callable[[Mapping[str, Any]], int] = _compile_encoder(header.key, placed, bits)
         self.enum_fields = tuple(p for p in placed if p.field.enum is not None)
         self.reserved = tuple(p for p in placed if p.field.reserved)
+        self._reserved_names = tuple(p.name for p in self.reserved)
+        self._enum_checks = tuple((p.name, frozenset(p.field.enum.table), p.field.enum)  # type: ignore[union-attr]
+                                  for p in self.enum_fields)
+        self.to_json: Callable[[Mapping[str, Any]], dict[str, Any]] = _compile_json(header, placed)
+
+    def problems(self, fields: Mapping[str, Any]) -> list[str]:
+        """Reserved bits that are set and enum values nobody defined (whole headers only)."""
+        out: list[str] = []
+        for n in self._reserved_names:
+            if fields[n]:
+                out.extend(self._reserved_problem(n, fields[n]))
+        for n, known, enum in self._enum_checks:
+            v = fields[n]
+            if v not in known and enum.symbol(v) is None:
+                out.append(f"{self.header.key}: {n} = {v} (0x{v:X}) is not a known {enum.name} value")
+        return out
+
+    def _reserved_problem(self, name: str, value: int) -> list[str]:
+        p = next(q for q in self.reserved if q.name == name)
+        return [f"{self.header.key}: reserved bits {p.offset}-{p.end - 1} are set (0x{value:X})"]
 
     def decode_int(self, value: int) -> dict[str, Any]:
         return self._dec(value)
@@ -74,6 +94,33 @@ def _compile_decoder(placed: tuple[Placed, ...], bits: int) -> Callable[[int], d
     ns: dict[str, Any] = {}
     exec(compile(src, f"<uet.wire.codec decoder>", "exec"), ns)
     return ns["_dec"]
+
+
+def _compile_json(header: Header, placed: tuple[Placed, ...]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """The JSON object of a whole decoded variant (design.md contract; see render.header_json)."""
+    from .render import _display
+
+    ns: dict[str, Any] = {"_display": _display}
+    parts = []
+    names = set()
+    for i, p in enumerate(placed):
+        f = p.field
+        if f.reserved:
+            continue
+        names.add(p.name)
+        if f.display in ("ipv4", "ipv6"):
+            parts.append(f"{p.name!r}: _display({f.display!r}, d[{p.name!r}])")
+        else:
+            parts.append(f"{p.name!r}: d[{p.name!r}]")
+        if f.enum is not None:
+            ns[f"T{i}"], ns[f"S{i}"] = dict(f.enum.table), f.enum.symbol
+            parts.append(f"{p.name + '_name'!r}: T{i}.get(d[{p.name!r}]) or S{i}(d[{p.name!r}])")
+    for dv in header.derived:
+        if dv.a in names and dv.b in names:
+            parts.append(f"{dv.name!r}: (d[{dv.a!r}] {dv.op} d[{dv.b!r}]) & {(1 << dv.bits) - 1}")
+    src = "def _json(d):\n    return {" + ", ".join(parts) + "}\n"
+    exec(compile(src, f"<uet.wire.codec json {header.key}>", "exec"), ns)
+    return ns["_json"]
 
 
 def _compile_encoder(hkey: str, placed: tuple[Placed, ...], bits: int) -> Callable[[Mapping[str, Any]], int]:
@@ -119,46 +166,55 @@ class Codec:
         self._only = next(iter(self.variants.values())) if len(self.variants) == 1 else None
         # the bytes needed to read every selector field
         self._sel_bytes = max(((p.end + 7) // 8 for p in self._selectors.values()), default=0)
+        self._compile_choosers()
 
     # --- variant choice --------------------------------------------------------------------
+    # The switch tree is compiled into two small functions (one reading selectors from bytes,
+    # one from a dict of fields) that return the variant directly.
 
-    def _choose(self, get: Callable[[Switch], object]) -> Variant:
-        key: list[int] = []
-        stack = list(reversed(self._switches))
-        while stack:
-            sw, arms = stack.pop()
-            idx = sw.arm(get(sw))
-            key.append(idx)
-            stack.extend(reversed(arms[idx]))
-        return self.variants[tuple(key)]
+    def _compile_choosers(self) -> None:
+        def gen(tree: list[Any], indent: str, src: str, out: list[str]) -> None:
+            for sw, arms in tree:
+                if sw.is_option:
+                    expr = f"getattr(opts, {sw.on[1:]!r}, None)"
+                elif src == "bytes":
+                    p = self._selectors[id(sw)]
+                    sb, eb = p.offset // 8, (p.end + 7) // 8
+                    expr = (f"(int.from_bytes(b[o + {sb}:o + {eb}], 'big') >> {eb * 8 - p.end})"
+                            f" & {p.field.mask}")
+                else:
+                    expr = f"int(d.get({sw.on!r}, 0))"
+                var = f"s{len(out)}"
+                out.append(f"{indent}{var} = {expr}")
+                for i, case in enumerate(sw.cases):
+                    values = set(case.values)
+                    out.append(f"{indent}{'if' if i == 0 else 'elif'} {var} in {values!r}:")
+                    out.append(f"{indent}    k.append({i})")
+                    gen(arms[i], indent + "    ", src, out)
+                out.append(f"{indent}else:")
+                out.append(f"{indent}    k.append({len(sw.cases)})")
+                gen(arms[len(sw.cases)], indent + "    ", src, out)
+
+        for src, sig in (("bytes", "b, o, opts"), ("fields", "d, opts")):
+            body: list[str] = []
+            gen(self._switches, "    ", src, body)
+            code = f"def _choose({sig}):\n    k = []\n" + "\n".join(body) + "\n    return V[tuple(k)]\n"
+            ns: dict[str, Any] = {"V": self.variants}
+            exec(compile(code, f"<uet.wire.codec chooser {self.key}>", "exec"), ns)
+            setattr(self, f"_choose_{src}", ns["_choose"])
 
     def variant_for_bytes(self, buf: bytes | bytearray | memoryview, off: int = 0,
                           opts: Options = DEFAULT_OPTIONS) -> Variant:
         if self._only is not None:
             return self._only
-        have = len(buf) - off
-        if have < self._sel_bytes:
-            raise TruncatedError(self.key, self.min_size, max(have, 0), off)
-
-        def get(sw: Switch) -> object:
-            if sw.is_option:
-                return opts.get(sw.on[1:])
-            p = self._selectors[id(sw)]
-            sb, eb = p.offset // 8, (p.end + 7) // 8
-            return (int.from_bytes(buf[off + sb:off + eb], "big") >> (eb * 8 - p.end)) & p.field.mask
-
-        return self._choose(get)
+        if len(buf) - off < self._sel_bytes:
+            raise TruncatedError(self.key, self.min_size, max(len(buf) - off, 0), off)
+        return self._choose_bytes(buf, off, opts)
 
     def variant_for_fields(self, fields: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS) -> Variant:
         if self._only is not None:
             return self._only
-
-        def get(sw: Switch) -> object:
-            if sw.is_option:
-                return opts.get(sw.on[1:])
-            return int(fields.get(sw.on, 0))
-
-        return self._choose(get)
+        return self._choose_fields(fields, opts)
 
     # --- decode / encode -------------------------------------------------------------------
 
@@ -195,6 +251,19 @@ class Codec:
         # a selector that did not fit would have chosen an arm by accident: drop what follows it
         return {k: v for k, v in full.items() if k in keep}, var.size
 
+    def decode_any(self, buf: bytes, off: int = 0,
+                   opts: Options = DEFAULT_OPTIONS) -> tuple[dict[str, Any], int, Variant | None]:
+        """(fields, size needed, variant) - the variant is None when the buffer was too short and
+        ``fields`` holds only the whole fields that fit (as :meth:`decode_partial`)."""
+        try:
+            var = self._only or self.variant_for_bytes(buf, off, opts)
+        except TruncatedError:
+            var = None
+        if var is not None and off + var.size <= len(buf):
+            return var.decode_int(int.from_bytes(buf[off:off + var.size], "big")), var.size, var
+        fields, size = self.decode_partial(buf, off, opts)
+        return fields, size, None
+
     def encode(self, fields: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS) -> bytes:
         var = self.variant_for_fields(fields, opts)
         return var.encode_int(fields).to_bytes(var.size, "big")
@@ -207,17 +276,7 @@ class Codec:
     def problems(self, fields: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS) -> list[str]:
         """Readable notes on reserved bits that are set and enum values nobody defined."""
         var = self.variant_for_fields(fields, opts)
-        out = []
-        for p in var.reserved:
-            v = fields.get(p.name, 0)
-            if v:
-                out.append(f"{self.key}: reserved bits {p.offset}-{p.end - 1} are set (0x{v:X})")
-        for p in var.enum_fields:
-            v = fields.get(p.name)
-            if v is not None and p.field.enum.symbol(v) is None:  # type: ignore[union-attr]
-                out.append(f"{self.key}: {p.name} = {v} (0x{v:X}) is not a known "
-                           f"{p.field.enum.name} value")  # type: ignore[union-attr]
-        return out
+        return var.problems({n: fields.get(n, 0) for n in var.names})
 
     def derived(self, fields: Mapping[str, Any]) -> dict[str, int]:
         out = {}
@@ -265,11 +324,11 @@ _CODECS: dict[str, Codec] = {}
 
 def codec(header: Header | str) -> Codec:
     """The (cached) codec of a header, by declaration or by key (``"pds.ack_cc"``)."""
-    from .registry import HEADERS
-
     key = header if isinstance(header, str) else header.key
     c = _CODECS.get(key)
     if c is None:
+        from .registry import HEADERS
+
         h = HEADERS[key] if isinstance(header, str) else header
         c = _CODECS[key] = Codec(h)
     return c

@@ -44,14 +44,16 @@ def _take(d: Decoded, h: Header, buf: bytes, off: int, into: dict[str, Any], key
           opts: Options) -> tuple[dict[str, Any], int] | None:
     """Decode ``h`` at ``off`` into ``into[key]``; on a short buffer keep the whole fields and stop."""
     c = codec(h)
-    fields, size = c.decode_partial(buf, off, opts)
-    into[key] = header_json(c, fields, opts) if fields else {}
+    fields, size, var = c.decode_any(buf, off, opts)
     d.headers.append((c, fields))
-    have = len(buf) - off
-    if have < size:
-        d.stop(f"{h.key}: truncated: needs {size} bytes, {max(have, 0)} left")
+    if var is None:
+        into[key] = header_json(c, fields, opts) if fields else {}
+        d.stop(f"{h.key}: truncated: needs {size} bytes, {max(len(buf) - off, 0)} left")
         return None
-    d.problems.extend(c.problems(fields, opts))
+    into[key] = var.to_json(fields)
+    probs = var.problems(fields)
+    if probs:
+        d.problems.extend(probs)
     return fields, size
 
 
