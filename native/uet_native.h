@@ -1,0 +1,61 @@
+/* uet native hot path: CRC-32C, RoCEv2 ICRC, message reassembly, PSN window.
+ * Every function here has a pure-Python twin in uet/native/_twin.py. */
+#ifndef UET_NATIVE_H
+#define UET_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- crc32c.c ---- */
+/* CRC-32C (Castagnoli), chained: crc is a previous result (0 to start). */
+uint32_t uet_crc32c(uint32_t crc, const void *buf, size_t len);
+/* Portable slicing-by-8 path, always available. */
+uint32_t uet_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+/* Hardware path if the CPU has it, else the portable path. */
+uint32_t uet_crc32c_hw(uint32_t crc, const void *buf, size_t len);
+/* 1 if the CPU CRC-32C instruction is used by uet_crc32c. */
+int uet_crc32c_has_hw(void);
+
+/* ---- icrc.c ---- */
+/* zlib-compatible CRC-32 (IEEE), chained like zlib.crc32. */
+uint32_t uet_crc32(uint32_t crc, const void *buf, size_t len);
+/* Portable slicing-by-8 path of uet_crc32. */
+uint32_t uet_crc32_sw(uint32_t crc, const void *buf, size_t len);
+/* RoCEv2 ICRC of an IP packet (IPv4/IPv6 + UDP + BTH + payload + pad,
+ * without the ICRC).  Returns the ICRC (0..2^32-1), or -1 if too short,
+ * -2 for an unknown IP version, -3 for an IPv4 IHL below 5. */
+int64_t uet_roce_icrc(const void *pkt, size_t len);
+
+/* ---- reasm.c ---- */
+typedef struct uet_reasm uet_reasm;
+/* buf (length bytes) is owned by the caller and must outlive the object. */
+uet_reasm *uet_reasm_new(void *buf, int64_t length);
+void uet_reasm_free(uet_reasm *r);
+/* New bytes stored (>= 0), or -1 if [offset, offset+len) is out of range. */
+int64_t uet_reasm_place(uet_reasm *r, int64_t offset, const void *data, int64_t len);
+/* 1 if every byte of the range arrived, 0 if not, -1 if out of range. */
+int uet_reasm_has(const uet_reasm *r, int64_t offset, int64_t len);
+int64_t uet_reasm_received(const uet_reasm *r);
+int64_t uet_reasm_length(const uet_reasm *r);
+/* Writes up to max_holes (offset, length) pairs to out (2*max_holes int64),
+ * returns the total number of holes. */
+int64_t uet_reasm_missing(const uet_reasm *r, int64_t *out, int64_t max_holes);
+
+/* ---- PSN window (reasm.c) ---- */
+#define UET_PSN_NEW 0
+#define UET_PSN_DUPLICATE 1
+#define UET_PSN_OUT_OF_WINDOW 2
+#define UET_PSN_MAX_WINDOW (1u << 24)
+typedef struct uet_psnwin uet_psnwin;
+/* NULL if size is not in 1..UET_PSN_MAX_WINDOW or on allocation failure. */
+uet_psnwin *uet_psnwin_new(uint32_t start_psn, uint32_t size);
+void uet_psnwin_free(uet_psnwin *w);
+int uet_psnwin_set(uet_psnwin *w, uint32_t psn);
+int uet_psnwin_test(const uet_psnwin *w, uint32_t psn);
+uint64_t uet_psnwin_sack(const uet_psnwin *w, uint32_t base_psn);
+uint32_t uet_psnwin_cack(const uet_psnwin *w);
+uint32_t uet_psnwin_highest(const uet_psnwin *w);
+int32_t uet_psn_diff(uint32_t a, uint32_t b);
+int uet_psn_lt(uint32_t a, uint32_t b);
+
+#endif

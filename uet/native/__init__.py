@@ -1,0 +1,74 @@
+"""uet.native: the per-packet hot path (CRC-32C, RoCEv2 ICRC, reassembly, PSN window).
+
+Two interchangeable backends with identical behaviour:
+
+* ``"c"``      -- C sources in ``native/`` compiled by cffi at install time
+                  (module ``uet.native._uet_native``);
+* ``"python"`` -- the pure-Python twins in ``uet.native._twin``.
+
+``BACKEND`` says which one is in use.  Setting ``UET_NATIVE=0`` in the
+environment forces the twin.  If the C extension cannot be imported (no
+compiler at install time, ...), the twin is used and a single
+``RuntimeWarning`` says so.
+
+Public API (see ``__init__.pyi`` for signatures and the docstrings of the
+twin for details):
+
+``crc32c(data, crc=0)``, ``crc32(data, crc=0)``, ``roce_icrc(ip_packet)``,
+``Reassembly(length)``, ``PsnWindow(start_psn, size=1024)``, ``NEW``,
+``DUPLICATE``, ``OUT_OF_WINDOW``, ``psn_diff(a, b)``, ``psn_lt(a, b)``.
+"""
+
+from __future__ import annotations
+
+import os as _os
+import warnings as _warnings
+
+from . import _twin
+
+__all__ = [
+    "BACKEND",
+    "crc32c",
+    "crc32",
+    "roce_icrc",
+    "Reassembly",
+    "PsnWindow",
+    "NEW",
+    "DUPLICATE",
+    "OUT_OF_WINDOW",
+    "psn_diff",
+    "psn_lt",
+]
+
+
+def _native_disabled() -> bool:
+    v = _os.environ.get("UET_NATIVE", "").strip().lower()
+    return v in ("0", "false", "no", "off", "python")
+
+
+BACKEND: str = "python"
+_impl = _twin
+if not _native_disabled():
+    try:
+        from . import _cbackend as _impl  # type: ignore[no-redef]
+
+        BACKEND = "c"
+    except Exception as _exc:  # ImportError, OSError, cffi errors
+        _impl = _twin
+        _warnings.warn(
+            "uet.native: C extension unavailable (%s: %s); using the pure-Python "
+            "twin, which is much slower" % (type(_exc).__name__, _exc),
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+crc32c = _impl.crc32c
+crc32 = _impl.crc32
+roce_icrc = _impl.roce_icrc
+Reassembly = _impl.Reassembly
+PsnWindow = _impl.PsnWindow
+NEW = _twin.NEW
+DUPLICATE = _twin.DUPLICATE
+OUT_OF_WINDOW = _twin.OUT_OF_WINDOW
+psn_diff = _impl.psn_diff
+psn_lt = _impl.psn_lt
