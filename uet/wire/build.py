@@ -40,18 +40,22 @@ def uet_bytes(pds: Mapping[str, Any], ses: Mapping[str, Any] | None = None,
                 raise ValueError(f"PDS type {ptype} with next_hdr {nh} carries no SES header")
             out += codec(U.SES_BY_NEXT_HDR[nh]).encode(ses, opts)
             if ext is not None:
-                out += codec(extension_for(int(ses["opcode"]), ext, opts)).encode(ext, opts)
+                out += codec(extension_for(int(ses["opcode"]), ext, opts, next_hdr=nh)).encode(ext, opts)
     out += payload
     return bytes(out)
 
 
-def extension_for(opcode: int, ext: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS) -> str:
-    """Header key of the SES extension that ``opcode`` carries (D.5, D.6)."""
+def extension_for(opcode: int, ext: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS,
+                  next_hdr: int = 3) -> str:
+    """Header key of the SES extension that ``opcode`` carries after a request header of
+    ``next_hdr`` (D.5: rendezvous follows the standard header only; D.6: atomics follow any)."""
+    if next_hdr not in (1, 2, 3):
+        raise ValueError(f"next_hdr {next_hdr} is not a request header; no extension follows")
     if opcode in U.ATOMIC_OPCODES:
         amo = int(ext.get("atomic_opcode", 0))
         cswap = amo in U.CSWAP_AMO_OPCODES or (opts.mswap_cswap_ext and amo == U.MSWAP_AMO_OPCODE)
         return U.SES_CSWAP.key if cswap else U.SES_ATOMIC.key
-    if opcode in U.RENDEZVOUS_OPCODES:
+    if opcode in U.RENDEZVOUS_OPCODES and next_hdr == 3:
         return U.SES_RENDEZVOUS.key
     raise ValueError(f"SES opcode 0x{opcode:02x} carries no extension header")
 
@@ -84,7 +88,10 @@ def udp_frame(payload: bytes, *, src: str = "10.0.0.1", dst: str = "10.0.0.2", s
               dport: int = UET_UDP_PORT, dscp: int = DSCP_DEFAULT, ecn: int = ECT0, ttl: int = 64,
               trailer: bool = True, ethernet: bool = True) -> bytes:
     """Ethernet/IP/UDP frame around a UET packet; with ``trailer`` the CRC-32C trailer is appended
-    over the coverage of uet-facts A.3 / design.md (the UDP length counts it)."""
+    over the coverage of uet-facts A.3 / design.md (the UDP length counts it). A TSS packet never
+    gets one: its 16-byte ICV, part of ``payload``, replaces the CRC (A.3, F)."""
+    if payload and payload[0] >> 3 == 1:
+        trailer = False
     tl = TRAILER_LEN if trailer else 0
     ulen = 8 + len(payload) + tl
     udp = codec("udp").encode({"sport": sport, "dport": dport, "length": ulen, "checksum": 0})
@@ -98,7 +105,10 @@ def udp_frame(payload: bytes, *, src: str = "10.0.0.1", dst: str = "10.0.0.2", s
 def native_ip_frame(payload: bytes, entropy: int, *, src: str = "10.0.0.1", dst: str = "10.0.0.2",
                     dscp: int = DSCP_DEFAULT, ecn: int = ECT0, ttl: int = 64, trailer: bool = True,
                     ethernet: bool = True) -> bytes:
-    """UET directly over IP (protocol 253) with the 4-byte entropy header (A.1)."""
+    """UET directly over IP (protocol 253) with the 4-byte entropy header (A.1); no CRC trailer on
+    a TSS packet (its ICV replaces it)."""
+    if payload and payload[0] >> 3 == 1:
+        trailer = False
     body = codec(U.ENTROPY).encode({"entropy": entropy}) + payload
     if trailer:
         a, b = ipaddress.ip_address(src), ipaddress.ip_address(dst)

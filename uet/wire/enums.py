@@ -25,9 +25,6 @@ ACK_REQ = Enum("ack_req", {0: "NONE", 1: "CLEAR", 2: "CLOSE"}, ref="B.4")
 
 CC_TYPE = Enum("cc_type", {0: "NSCC", 1: "CREDIT"}, ref="B.8")
 
-# B.9 / B.10: XDP2 reserves 14-15 of the 4-bit CCX type for proprietary extensions.
-CCX_TYPE = Enum("ccx_type", {}, ref="B.9", ranges=((14, 15, "PROPRIETARY"),))
-
 NACK_CODE = Enum("nack_code", {
     0x01: "TRIMMED", 0x02: "TRIMMED_LASTHOP", 0x03: "TRIMMED_ACK", 0x04: "NO_PDC_AVAIL",
     0x05: "NO_CCC_AVAIL", 0x06: "NO_BITMAP", 0x07: "NO_PKT_BUFFER", 0x08: "NO_GTD_DEL_AVAIL",
