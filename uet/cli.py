@@ -112,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     ws.add_argument("--name", default="uet",
                     help="protocol name to register; falls back to 'uetref' when taken (default uet)")
     ws.set_defaults(func=_cmd_wireshark)
+
+    from .sim.command import register as register_sim
+
+    register_sim(sub)
     return parser
 
 

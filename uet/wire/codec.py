@@ -239,17 +239,14 @@ class Codec:
         Returns (fields, size the header needs). Never raises on short input.
         """
         have = max(len(buf) - off, 0)
-        try:
-            var = self.variant_for_bytes(buf, off, opts)
-        except TruncatedError:
-            var = self.variants[min(self.variants)]  # first arms: only whole fields are kept anyway
+        # Selectors that are cut off read as zero: they only pick arms whose fields lie beyond the
+        # cut, which are dropped below, so every field kept is decoded under its true layout.
+        padded = bytes(buf[off:off + have]) + bytes(max(self.max_size - have, 0))
+        var = self.variant_for_bytes(padded, 0, opts)
         if have >= var.size:
-            return var.decode_int(int.from_bytes(buf[off:off + var.size], "big")), var.size
-        value = int.from_bytes(buf[off:off + have], "big") << (8 * (var.size - have))
-        full = var.decode_int(value)
-        keep = {p.name for p in var.placed if p.end <= have * 8}
-        # a selector that did not fit would have chosen an arm by accident: drop what follows it
-        return {k: v for k, v in full.items() if k in keep}, var.size
+            return var.decode_int(int.from_bytes(padded[:var.size], "big")), var.size
+        full = var.decode_int(int.from_bytes(padded[:var.size], "big"))
+        return {p.name: full[p.name] for p in var.placed if p.end <= have * 8}, var.size
 
     def decode_any(self, buf: bytes, off: int = 0,
                    opts: Options = DEFAULT_OPTIONS) -> tuple[dict[str, Any], int, Variant | None]:

@@ -1,0 +1,76 @@
+"""Principle 6: no datagram, however malformed, makes an exception escape; state stays bounded."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from uet.pds import DatagramMeta, MessageDelivered, seal
+
+from .helpers import A, B, EV, S, SPDCID, established_target, events, out, request, target
+from uet.wire.enums import NACK_CODE
+
+NC = {name: code for code, name in NACK_CODE.table.items()}
+
+metas = st.builds(DatagramMeta, st.sampled_from([A, "10.9.9.9"]), st.just(B),
+                  st.integers(0, 65535), st.sampled_from([4793, 1]), st.integers(0, 3),
+                  st.sampled_from([0, 11, 46, 63]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=120), metas, st.booleans())
+def test_arbitrary_bytes_never_raise(body, meta, sealed):
+    ep, _ = established_target()
+    data = seal((body,), meta) if sealed else body
+    ep.receive_datagram(data, meta, 0.0)
+    ep.datagrams_to_send(0.0)
+    ep.handle_timer(1.0)
+    assert ep.stats["internal_error"] == 0, ep.last_error
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 31), st.binary(min_size=40, max_size=80), metas)
+def test_valid_crc_any_pds_type_never_raises(ptype, rest, meta):
+    ep, _ = established_target()
+    body = bytes([ptype << 3 | rest[0] & 7]) + rest[1:]
+    ep.receive_datagram(seal((body,), meta), meta, 0.0)
+    ep.datagrams_to_send(0.0)
+    assert ep.stats["internal_error"] == 0, ep.last_error
+
+
+def test_bad_crc_is_dropped_and_counted():
+    ep, pdcid = established_target()
+    data, meta = request(S + 1, dpdcid=pdcid, ar=True)
+    bad = bytearray(data)
+    bad[30] ^= 0x40
+    ep.receive_datagram(bytes(bad), meta, 0.0)
+    assert out(ep) == [] and ep.stats["bad_crc"] == 1
+    # wrong addresses in the metadata break the CRC too (it covers them)
+    ep.receive_datagram(data, DatagramMeta("10.0.0.9", B, EV, 4793, 2, 0), 0.0)
+    assert ep.stats["bad_crc"] == 2
+
+
+def test_syn_flood_is_bounded_and_other_pdcs_keep_working():
+    ep = target(max_pdcs=16)
+    ep.receive_datagram(*request(S, syn=True, ar=True, spdcid=1), 0.0)
+    (ack, _), = out(ep)
+    legit = ack["pds"]["spdcid"]
+    for i in range(2, 500):
+        ep.receive_datagram(*request(S + i, syn=True, start=S + i, spdcid=i, sport=1000 + i), 0.0)
+    assert len(ep.pdcs()) == 16
+    replies = out(ep)
+    codes = [l["pds"].get("nack_code") for l, _ in replies]
+    assert codes.count(NC["NO_PDC_AVAIL"]) == 500 - 2 - 15
+    nacked = [l["pds"] for l, _ in replies if l["pds"].get("nack_code") == NC["NO_PDC_AVAIL"]]
+    assert all(n["spdcid"] == 0 for n in nacked)
+    events(ep)
+    ep.receive_datagram(*request(S + 1, dpdcid=legit, spdcid=1, ar=True, message_id=77), 0.0)
+    assert out(ep)[0][0]["pds"]["cack_psn"] == S + 1
+    assert [e for e in events(ep) if isinstance(e, MessageDelivered)]
+
+
+def test_huge_request_length_does_not_allocate():
+    ep, pdcid = established_target()
+    ep.receive_datagram(*request(S + 1, dpdcid=pdcid, payload=bytes(10), total=(1 << 32) - 1), 0.0)
+    layer = out(ep)[0][0]
+    assert layer["ses"]["return_code_name"] == "TOO_LONG"
+    assert ep.ses.buffered == 0

@@ -1,0 +1,53 @@
+"""The congestion-control interface (design.md "Not in the first wave": NSCC/RCCC come later).
+
+The PDS calls the ``on_*`` hooks as it learns things and asks :meth:`can_send` before it puts a
+new or retransmitted request on the wire. Every hook takes ``now`` (seconds, the caller's clock);
+an algorithm never reads a clock itself. ``ack`` is the decoded ACK header (``pds.ack``,
+``pds.ack_cc`` or ``pds.ack_ccx`` fields), so an NSCC implementation can read ``service_time``,
+``rcv_cwnd_pend``, ``rcvd_bytes`` and the M flag (uet-facts.md B.8, E.1).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+
+class CongestionControl:
+    """Base class: a window in bytes (and, derived, in packets). Subclasses override the hooks."""
+
+    mtu: int = 4096
+
+    @property
+    def cwnd_bytes(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def cwnd_packets(self) -> int:
+        return max(1, self.cwnd_bytes // max(1, self.mtu))
+
+    def can_send(self, inflight_bytes: int, nbytes: int) -> bool:
+        """Whether ``nbytes`` more may go out with ``inflight_bytes`` already in flight. At least
+        one packet may always be in flight."""
+        return inflight_bytes == 0 or inflight_bytes + nbytes <= self.cwnd_bytes
+
+    def on_send(self, now: float, nbytes: int, retransmission: bool) -> None:
+        pass
+
+    def on_ack(self, now: float, acked_bytes: int, inflight_bytes: int,
+               ack: Mapping[str, Any] | None = None) -> None:
+        """Bytes newly acknowledged (CACK advanced or SACKed) by one ACK."""
+
+    def on_ce(self, now: float, nbytes: int) -> None:
+        """The ACK said the acknowledged packet arrived CE-marked (ACK flag M, A.2)."""
+
+    def on_nack(self, now: float, code: int, nbytes: int) -> None:
+        """A NACK (B.11) for a packet of ``nbytes``; TRIMMED is NSCC's strong signal (C.6)."""
+
+    def on_loss(self, now: float, nbytes: int) -> None:
+        """The sender inferred the loss of a packet (SACK / reorder timer)."""
+
+    def on_timeout(self, now: float) -> None:
+        """The retransmission timer expired."""
+
+    def on_rtt_sample(self, now: float, rtt: float) -> None:
+        """One RTT sample (Karn: never from a retransmitted packet)."""

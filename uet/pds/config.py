@@ -1,0 +1,92 @@
+"""PDS configuration (every default names its uet-facts.md row or says it is the project's
+choice) and the per-datagram metadata the core exchanges with its caller."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .. import UET_UDP_PORT
+from ..cms import CongestionControl, FixedWindow
+from ..multipath import EntropySelector, make_selector
+
+DSCP_DATA, DSCP_CONTROL, DSCP_TRIMMED = 0, 46, 11  # A.2, design.md "Defaults"
+NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
+
+
+class DatagramMeta:
+    """What travels beside the UET bytes: addresses, UDP ports (sport = entropy), ECN, DSCP."""
+
+    __slots__ = ("src", "dst", "sport", "dport", "ecn", "dscp")
+
+    def __init__(self, src: str, dst: str, sport: int, dport: int = UET_UDP_PORT, ecn: int = 0,
+                 dscp: int = 0):
+        self.src = src
+        self.dst = dst
+        self.sport = sport
+        self.dport = dport
+        self.ecn = ecn
+        self.dscp = dscp
+
+    def __repr__(self) -> str:
+        return (f"DatagramMeta({self.src}:{self.sport} -> {self.dst}:{self.dport}, dscp={self.dscp}, "
+                f"ecn={self.ecn})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DatagramMeta) and all(
+            getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+
+def _default_cc(cfg: "PdsConfig") -> CongestionControl:
+    return FixedWindow(cfg.window_bytes, cfg.mtu)
+
+
+def _default_entropy(cfg: "PdsConfig", rng: random.Random) -> EntropySelector:
+    return make_selector(cfg.spray, cfg.entropy_values, rng)
+
+
+@dataclass
+class PdsConfig:
+    port: int = UET_UDP_PORT                  # A.1 / C.9 UDP_DEST_PORT
+    mtu: int = 4096                           # payload bytes per request (design.md "Defaults")
+    max_pdcs: int = 1024                      # PDC limit (initiator + target); then NO_PDC_AVAIL
+    mpr: int = 8                              # C.2 / C.9 DEFAULT_MPR 8, units of 128 PSNs (H.1 #14)
+    tx_range: int = 1024                      # C.2 local send range in PSNs
+    ack_type: str = "ack_cc"                  # design.md: ACK_CC (NSCC state) by default; or "ack"
+    ack_per_packet: bool = False              # C.9 ENB_ACK_PER_PKT
+    ack_gen_trigger: int = 16384              # C.3 ACK_GEN_TRIGGER
+    ack_gen_min_pkt_add: int = 1024           # C.3 ACK_GEN_MIN_PKT_ADD
+    ack_on_ecn: bool = True                   # C.3 / C.9 ACK_ON_ECN
+    rto_initial: float = 1e-3                 # C.9 RTO_INIT_TIMER 1 ms
+    rto_adaptive: bool = True                 # project choice: srtt + 4 rttvar once sampled ...
+    rto_min: float = 200e-6                   # ... but never below this (facts give no floor)
+    rto_max: float = 0.5
+    max_rto_retx: int = 5                     # C.5 / C.9 MAX_RTO_RETX_CNT (consecutive timeouts)
+    nack_retx_time: float = 1e-3              # C.9 NACK_RETX_TIME: delay for resource NACKs
+    max_nack_retx: int = 5                    # C.9 MAX_NACK_RETX_CNT per packet
+    tail_loss_time: float | None = None       # C.9 TAIL_LOSS_TIME; None = 2 srtt (min tlp_min)
+    tlp_min: float = 20e-6
+    max_tail_loss_retx: int = 5               # C.9 MAX_TAIL_LOSS_RETX
+    reorder_window: float = 0.25              # RACK-style reorder window, in units of min RTT ...
+    reorder_window_max: float = 2.0           # ... grown on each detected spurious retransmission
+    syn_psn_range: int = 4096                 # C.1: 12-bit psn_offset
+    start_psn_lo: int = 1 << 16               # C.1: start PSN from [2^16, 2^31) like RP-PDS
+    start_psn_hi: int = 1 << 31
+    rod_buffer: bool = True                   # C.8 / H.2: ROD target buffers (RP); False: ROD_OOO
+    close_msl: float = 10e-3                  # C.7: answer for one MSL after close
+    max_message_bytes: int = 1 << 30          # bound on one reassembly buffer (TOO_LONG beyond)
+    max_rx_messages: int = 256                # per PDC messages in reassembly (NO_SES_MSG_AVAIL)
+    rx_buffer_limit: int = 1 << 31            # per endpoint reassembly bytes (NO_PKT_BUFFER)
+    small_header: bool = True                 # design.md: SES small header when one packet fits
+    packet_events: bool = False               # emit DataReceived per delivered request
+    window_bytes: int = 1 << 20               # FixedWindow size
+    spray: str = "rr"                         # rr | random | single
+    entropy_values: int = 64
+    cc_factory: Callable[["PdsConfig"], CongestionControl] = _default_cc
+    entropy_factory: Callable[["PdsConfig", random.Random], EntropySelector] = _default_entropy
+    seed: int = 0
+
+    @property
+    def rx_window(self) -> int:
+        return max(1, self.mpr) * 128

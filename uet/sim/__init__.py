@@ -1,0 +1,5 @@
+"""The deterministic simulated fabric behind ``uet sim`` (design.md "Test beds" item 1)."""
+
+from .simulator import SimConfig, Simulator, run
+
+__all__ = ["SimConfig", "Simulator", "run"]

@@ -1,0 +1,129 @@
+"""``uet sim``: one transfer through the simulated fabric in virtual time (design.md "Contracts").
+
+With ``--json`` stdout holds exactly one JSON object on one line; progress, the trace and the
+replay line go to stderr. A run that is not ok prints the command line that replays it (with its
+seed) on stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from typing import Sequence
+
+from .simulator import SimConfig, Simulator
+
+
+def _fraction(s: str) -> float:
+    v = float(s)
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"{s}: a fraction from 0 to 1")
+    return v
+
+
+def _fail(s: str) -> tuple[int, float]:
+    try:
+        i, t = s.split("@", 1)
+        return int(i), float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s}: expected PATH@MICROSECONDS, e.g. 1@50") from None
+
+
+def _size(s: str) -> int:
+    m = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = s.strip().lower().removesuffix("ib").removesuffix("b")
+    if t and t[-1] in m:
+        return int(float(t[:-1]) * m[t[-1]])
+    return int(t)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bytes", type=_size, default=4 << 20, help="bytes to transfer (default 4MiB; k/m/g suffixes)")
+    p.add_argument("--messages", type=int, default=1, help="split the bytes into this many messages")
+    p.add_argument("--mtu", type=int, default=4096, help="payload bytes per packet (default 4096)")
+    p.add_argument("--paths", type=int, default=4, help="parallel paths (default 4)")
+    p.add_argument("--rate", type=float, default=100.0, help="rate of each path in Gb/s (default 100)")
+    p.add_argument("--rtt", type=float, default=10.0, help="base round-trip time in microseconds (default 10)")
+    p.add_argument("--loss", type=_fraction, default=0.0, help="random loss per packet per path")
+    p.add_argument("--trim", type=_fraction, default=0.0, help="fraction of data packets trimmed")
+    p.add_argument("--reorder", type=_fraction, default=0.0, help="fraction of packets delayed by up to one RTT")
+    p.add_argument("--dup", type=_fraction, default=0.0, help="fraction of packets duplicated")
+    p.add_argument("--corrupt", type=_fraction, default=0.0, help="fraction of packets with a flipped bit")
+    p.add_argument("--fail-path", type=_fail, action="append", default=[], metavar="I@T",
+                   help="path I fails at T microseconds (repeatable)")
+    p.add_argument("--mode", choices=("rud", "rod"), default="rud")
+    p.add_argument("--spray", choices=("rr", "random", "single"), default="rr",
+                   help="entropy selection: round-robin, random, or one value (ECMP)")
+    p.add_argument("--entropies", type=int, default=64, help="entropy values to spray over (default 64)")
+    p.add_argument("--window", type=_size, default=None, help="fixed congestion window in bytes (default 1.5 BDP)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--pcap", metavar="FILE", help="write every frame of the run (virtual timestamps)")
+    p.add_argument("--trace", action="store_true", help="a ladder of packet events on stderr")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("sim", help="run a transfer through the simulated multipath fabric",
+                              description=__doc__)
+    add_arguments(p)
+    p.set_defaults(func=run_command)
+
+
+def config_from_args(args: argparse.Namespace) -> SimConfig:
+    return SimConfig(bytes=args.bytes, messages=args.messages, mtu=args.mtu, paths=args.paths,
+                     rate_gbps=args.rate, rtt_us=args.rtt, loss=args.loss, trim=args.trim,
+                     reorder=args.reorder, dup=args.dup, corrupt=args.corrupt, fail=list(args.fail_path),
+                     mode=args.mode, spray=args.spray, entropy_values=args.entropies,
+                     window_bytes=args.window, seed=args.seed)
+
+
+def replay_command(args: argparse.Namespace) -> str:
+    words = ["uet", "sim", "--bytes", str(args.bytes), "--messages", str(args.messages), "--mtu",
+             str(args.mtu), "--paths", str(args.paths), "--rate", repr(args.rate), "--rtt", repr(args.rtt)]
+    for name in ("loss", "trim", "reorder", "dup", "corrupt"):
+        v = getattr(args, name)
+        if v:
+            words += [f"--{name}", repr(v)]
+    for i, t in args.fail_path:
+        words += ["--fail-path", f"{i}@{t:g}"]
+    words += ["--mode", args.mode, "--spray", args.spray, "--entropies", str(args.entropies)]
+    if args.window:
+        words += ["--window", str(args.window)]
+    words += ["--seed", str(args.seed)]
+    return shlex.join(words)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    err = sys.stderr
+    for name in ("paths", "mtu", "messages", "entropies"):
+        if getattr(args, name) < 1:
+            print(f"uet sim: --{name} must be at least 1", file=err)
+            return 2
+    if args.rate <= 0 or args.rtt <= 0 or args.bytes < 0:
+        print("uet sim: --rate and --rtt must be positive, --bytes not negative", file=err)
+        return 2
+    cfg = config_from_args(args)
+    pcap = open(args.pcap, "wb") if args.pcap else None
+    try:
+        summary = Simulator(cfg, trace=err if args.trace else None, pcap=pcap).run()
+    finally:
+        if pcap is not None:
+            pcap.close()
+    if args.json:
+        sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    else:
+        for k, v in summary.items():
+            print(f"{k:>26}: {v}", file=err)
+    if not summary["ok"]:
+        print(f"uet sim: FAILED; replay with: {replay_command(args)}", file=err)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="uet sim", description=__doc__)
+    add_arguments(p)
+    return run_command(p.parse_args(argv))
