@@ -16,7 +16,7 @@ from typing import Any
 from .. import native
 from . import uet_headers as U
 from .codec import Codec, codec
-from .enums import aeth_syndrome_name
+from .enums import PDS_TYPE, aeth_syndrome_name
 from .render import header_json
 from .roce_headers import BTH, extension_headers
 from .schema import DEFAULT_OPTIONS, Header, Options
@@ -79,7 +79,7 @@ def decode_uet(data: bytes | bytearray | memoryview, ctx: CrcContext | None = No
     crc: dict[str, Any] = {"value": None, "ok": None}
     is_tss = off < end and buf[off] >> 3 == 1
     if is_tss:
-        end = max(end - U.TSS_ICV_LEN, off)  # F: the 16-byte GCM tag replaces the CRC trailer
+        pass  # F: the 16-byte GCM tag replaces the CRC trailer; see _decode_uet_chain
     elif trailer != "none" and end - off >= TRAILER_LEN:
         carried = int.from_bytes(buf[-TRAILER_LEN:], "big")
         computed = trailer_crc(ctx, memoryview(buf)[:-TRAILER_LEN]) if ctx is not None else None
@@ -114,11 +114,18 @@ def _decode_uet_chain(d: Decoded, pkt: bytes, off: int, opts: Options) -> None:
     ptype = pkt[off] >> 3
     if ptype == 1:
         got = _take(d, U.TSS, pkt, off, uet, "tss", opts)
-        uet["payload_len"] = len(pkt) - off - got[1] if got else 0
+        if got is None:
+            uet["payload_len"] = 0
+            return
+        encrypted = len(pkt) - off - got[1] - U.TSS_ICV_LEN
+        uet["payload_len"] = max(encrypted, 0)
+        if encrypted < 0:
+            d.problems.append(f"tss: {len(pkt) - off - got[1]} bytes after the header, fewer than "
+                              f"the {U.TSS_ICV_LEN}-byte ICV (F)")
         return  # the PDS and everything after it are encrypted (F)
     hdr = U.PDS_BY_TYPE.get(ptype)
     if hdr is None:
-        uet["pds"] = {"type": ptype, "type_name": None}
+        uet["pds"] = {"type": ptype, "type_name": PDS_TYPE.symbol(ptype)}
         uet["payload_len"] = len(pkt) - off
         d.stop(f"pds: type {ptype} is {'reserved' if ptype == 0 else 'not assigned'} (B.1)")
         return
