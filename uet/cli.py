@@ -116,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     from .sim.command import register as register_sim
 
     register_sim(sub)
+
+    from .io.command import register as register_io
+
+    register_io(sub)
+
+    from .fabric.command import register as register_fabric
+
+    register_fabric(sub)
     return parser
 
 

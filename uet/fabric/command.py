@@ -1,0 +1,305 @@
+"""``uet fabric``: run the live loopback fabric (design.md "Test beds" 2) until interrupted.
+
+Senders address the relay (``--listen``, default 127.0.0.1:4793) as their UET destination; the
+relay forwards to the receiver (``--to``) through ``--paths`` paths, each with the simulator's
+model (``uet sim``'s options, same names and units): rate, one-way delay rtt/2, a FIFO queue with
+ECN marking, trimming, loss, reordering, duplication, corruption and path failure. Each sender
+source port (entropy) gets a relay port of its own, so the entropy still selects the path.
+
+``--fail-path I@T``: path I fails T microseconds after the fabric starts, as in ``uet sim``
+(suffixes ``us``, ``ms`` and ``s`` are accepted: ``1@250ms``).
+
+A per-path table goes to stderr every ``--interval`` seconds (rich if installed, else plain text).
+With ``--json``, stdout holds exactly one JSON object on one line when the fabric stops (Ctrl-C,
+SIGTERM or ``--duration``): the counters per path, the totals, the relay's own counts and the
+configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import signal
+import sys
+import time
+from typing import Any, Sequence, TextIO
+
+import trio
+
+from .paths import FabricConfig
+from .relay import open_fabric
+
+
+def _fraction(s: str) -> float:
+    v = float(s)
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"{s}: a fraction from 0 to 1")
+    return v
+
+
+def _micros(s: str) -> float:
+    t = s.strip().lower()
+    for suffix, scale in (("us", 1.0), ("µs", 1.0), ("ms", 1e3), ("s", 1e6)):
+        if t.endswith(suffix):
+            return float(t[: -len(suffix)]) * scale
+    return float(t)
+
+
+def _fail(s: str) -> tuple[int, float]:
+    try:
+        i, t = s.split("@", 1)
+        return int(i), _micros(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s}: expected PATH@MICROSECONDS, e.g. 1@50 or 1@250ms") from None
+
+
+def _size(s: str) -> int:
+    m = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = s.strip().lower().removesuffix("ib").removesuffix("b")
+    if t and t[-1] in m:
+        return int(float(t[:-1]) * m[t[-1]])
+    return int(t)
+
+
+def hostport(text: str, default_port: int = 4793) -> tuple[str, int]:
+    """``ADDR:PORT``, ``[V6ADDR]:PORT``, ``ADDR`` (default port) -> (address, port)."""
+    t = text.strip()
+    try:
+        if t.startswith("["):
+            host, _, rest = t[1:].partition("]")
+            port = int(rest[1:]) if rest.startswith(":") else default_port
+        elif t.count(":") == 1:
+            host, p = t.split(":")
+            port = int(p)
+        else:
+            host, port = t, default_port
+        if host in ("", "*"):
+            host = "0.0.0.0"
+        elif host == "localhost":
+            host = "127.0.0.1"
+        host = str(ipaddress.ip_address(host))
+        if not 0 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: expected ADDR:PORT, e.g. 127.0.0.1:4793") from None
+    return host, port
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The path-model options, named as ``uet sim`` names them (for ``uet fabric`` and reuse)."""
+    p.add_argument("--paths", type=int, default=4, help="parallel paths (default 4)")
+    p.add_argument("--rate", type=float, default=100.0, help="rate of each path in Gb/s (default 100)")
+    p.add_argument("--rtt", type=float, default=10.0,
+                   help="base round-trip time in microseconds; one-way delay rtt/2 (default 10)")
+    p.add_argument("--loss", type=_fraction, default=0.0, help="random loss per packet per path")
+    p.add_argument("--trim", type=_fraction, default=0.0, help="fraction of data packets trimmed")
+    p.add_argument("--reorder", type=_fraction, default=0.0,
+                   help="fraction of packets delayed by up to --reorder-delay")
+    p.add_argument("--dup", type=_fraction, default=0.0, help="fraction of packets duplicated")
+    p.add_argument("--corrupt", type=_fraction, default=0.0, help="fraction of packets with a flipped bit")
+    p.add_argument("--fail-path", type=_fail, action="append", default=[], metavar="I@T",
+                   help="path I fails at T microseconds after start (us/ms/s suffix allowed; repeatable)")
+    p.add_argument("--seed", type=int, default=1)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--listen", type=hostport, default=("127.0.0.1", 4793), metavar="ADDR:PORT",
+                   help="front address senders send to (default 127.0.0.1:4793; port 0 picks one)")
+    p.add_argument("--to", type=hostport, required=True, metavar="ADDR:PORT",
+                   help="the receiver's UET address")
+    add_model_arguments(p)
+    p.add_argument("--reorder-delay", type=float, default=None, metavar="US",
+                   help="largest extra delay of a reordered or duplicated packet, microseconds "
+                        "(default: one RTT, at least 2000 - the timer resolution is about 1 ms)")
+    p.add_argument("--skew", type=float, default=0.0, metavar="US",
+                   help="path i gets i*SKEW microseconds of extra one-way delay")
+    p.add_argument("--queue", type=_size, default=1 << 20, help="queue per path and direction, bytes (default 1MiB)")
+    p.add_argument("--kmin", type=_size, default=None, help="CE marking starts above this queue depth (default 64KiB)")
+    p.add_argument("--kmax", type=_size, default=None, help="every ECT packet is marked above this depth (default 512KiB)")
+    p.add_argument("--no-overflow-trim", action="store_true",
+                   help="drop rather than trim data packets that overflow the queue")
+    p.add_argument("--ecmp", choices=("hash", "mod"), default="hash",
+                   help="entropy -> path: salted hash (default) or entropy %% paths")
+    p.add_argument("--preserve-entropy", action="store_true",
+                   help="relay ports equal the senders' entropy ports (needs --back on another address)")
+    p.add_argument("--back", metavar="ADDR", default=None,
+                   help="relay-side source address toward --to (default: the route's source)")
+    p.add_argument("--pcap", metavar="FILE", help="write every forwarded datagram (both directions)")
+    p.add_argument("--interval", type=float, default=1.0,
+                   help="seconds between per-path tables on stderr (0: none; default 1)")
+    p.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: run until interrupted)")
+    p.add_argument("--json", action="store_true", help="print one JSON object with the counters on exit")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("fabric", help="run the live loopback fabric (a multipath UDP relay)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=run_command)
+
+
+def config_from_args(args: argparse.Namespace) -> FabricConfig:
+    """A :class:`FabricConfig` from ``uet fabric``'s options; also accepts ``uet sim``/``uet demo``
+    namespaces (options they lack keep their defaults)."""
+    g = lambda name, default=None: getattr(args, name, default)  # noqa: E731
+    kw: dict[str, Any] = dict(paths=args.paths, rate_gbps=args.rate, rtt_us=args.rtt, loss=args.loss,
+                              trim=args.trim, reorder=args.reorder, dup=args.dup, corrupt=args.corrupt,
+                              fail=list(args.fail_path), seed=args.seed)
+    if g("reorder_delay") is not None:
+        kw["reorder_delay_us"] = args.reorder_delay
+    if g("skew"):
+        kw["skew_us"] = args.skew
+    if g("queue"):
+        kw["queue_bytes"] = args.queue
+    if g("kmin") is not None:
+        kw["kmin_bytes"] = args.kmin
+    if g("kmax") is not None:
+        kw["kmax_bytes"] = args.kmax
+    if g("no_overflow_trim"):
+        kw["trim_on_overflow"] = False
+    if g("ecmp"):
+        kw["ecmp"] = args.ecmp
+    if g("preserve_entropy"):
+        kw["preserve_entropy"] = True
+    if g("back"):
+        kw["back_host"] = args.back
+    return FabricConfig(**kw)
+
+
+# --- the periodic table ----------------------------------------------------------------------
+COLUMNS = (("path", "path"), ("state", None), ("packets", "packets"), ("MB", "bytes"),
+           ("pkt/s", None), ("trims", "trimmed"), ("CE", "ce_marked"), ("drops", "dropped"),
+           ("dups", "duplicated"), ("reord", "reordered"), ("crc bad", "crc_bad"), ("queue KB", "queue_bytes"))
+
+
+def table_rows(counters: dict[str, Any], prev: dict[str, Any] | None, dt: float) -> list[list[str]]:
+    rows = []
+    prev_pk = {p["path"]: p["packets"] for p in prev["paths"]} if prev else {}
+    entries = list(counters["paths"]) + [dict(counters["totals"], path="all", failed=None)]
+    if prev:
+        prev_pk["all"] = prev["totals"]["packets"]
+    for e in entries:
+        row = []
+        for title, key in COLUMNS:
+            if title == "state":
+                row.append("" if e["failed"] is None else ("FAILED" if e["failed"] else "up"))
+            elif title == "pkt/s":
+                rate = (e["packets"] - prev_pk.get(e["path"], 0)) / dt if dt > 0 else 0.0
+                row.append(f"{rate:.0f}")
+            elif title == "MB":
+                row.append(f"{e['bytes'] / 1e6:.1f}")
+            elif title == "queue KB":
+                row.append(f"{e['queue_bytes'] / 1024:.0f}")
+            else:
+                row.append(str(e[key]))
+        rows.append(row)
+    return rows
+
+
+def format_table(counters: dict[str, Any], prev: dict[str, Any] | None = None, dt: float = 0.0) -> str:
+    """The per-path table as plain text."""
+    head = [t for t, _ in COLUMNS]
+    rows = table_rows(counters, prev, dt)
+    w = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
+    line = lambda cells: "  ".join(c.rjust(w[i]) for i, c in enumerate(cells))  # noqa: E731
+    r = counters["relay"]
+    foot = (f"flows {r['flows']}  uptime {r['uptime_s']:.1f}s  crc rewritten "
+            f"{counters['totals']['crc_rewritten']}  send errors {counters['totals']['send_errors']}")
+    return "\n".join([line(head), *(line(x) for x in rows), foot]) + "\n"
+
+
+class _Table:
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.prev: dict[str, Any] | None = None
+        self.t = time.monotonic()
+        try:
+            from rich.console import Console
+            from rich.table import Table
+        except ImportError:
+            self.console = None
+        else:
+            tty = hasattr(out, "isatty") and out.isatty()
+            self.console = Console(file=out, width=None if tty else 132)
+            self._Table = Table
+
+    def show(self, counters: dict[str, Any]) -> None:
+        now = time.monotonic()
+        dt, self.t = now - self.t, now
+        if self.console is None:
+            self.out.write(format_table(counters, self.prev, dt))
+            self.out.flush()
+        else:
+            t = self._Table(title="uet fabric", caption=f"flows {counters['relay']['flows']}")
+            for title, _ in COLUMNS:
+                t.add_column(title, justify="right", no_wrap=True)
+            for row in table_rows(counters, self.prev, dt):
+                t.add_row(*row)
+            self.console.print(t)
+        self.prev = counters
+
+
+async def _serve(args: argparse.Namespace, cfg: FabricConfig, err: TextIO) -> dict[str, Any]:
+    wall0 = time.time()
+    async with open_fabric(listen=args.listen, to=args.to, config=cfg, capture=args.pcap) as fab:
+        host = f"[{fab.host}]" if ":" in fab.host else fab.host
+        to = f"[{args.to[0]}]" if ":" in args.to[0] else args.to[0]
+        print(f"uet fabric: listening on {host}:{fab.port}, forwarding to {to}:{args.to[1]} "
+              f"over {cfg.paths} paths (seed {cfg.seed})", file=err, flush=True)
+        table = _Table(err) if args.interval > 0 else None
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+            with trio.move_on_after(args.duration if args.duration > 0 else float("inf")):
+                async with trio.open_nursery() as nursery:
+                    async def watch() -> None:
+                        async for _ in sigs:
+                            nursery.cancel_scope.cancel()
+                            return
+                    nursery.start_soon(watch)
+                    if table is not None:
+                        while True:
+                            await trio.sleep(args.interval)
+                            table.show(fab.counters())
+                    else:
+                        await trio.sleep_forever()
+        counters = fab.counters()
+        if table is not None:
+            table.show(counters)
+        counters["relay"].update(listen=f"{fab.host}:{fab.port}", to=f"{args.to[0]}:{args.to[1]}",
+                                 wall_time_s=round(time.time() - wall0, 6))
+        counters["flows"] = fab.flow_list()
+        counters["config"] = cfg.as_dict()
+        counters["seed"] = cfg.seed
+        return counters
+
+
+def run_command(args: argparse.Namespace) -> int:
+    err = sys.stderr
+    if args.paths < 1:
+        print("uet fabric: --paths must be at least 1", file=err)
+        return 2
+    try:
+        cfg = config_from_args(args)
+    except ValueError as e:
+        print(f"uet fabric: {e}", file=err)
+        return 2
+    try:
+        summary = trio.run(_serve, args, cfg, err)
+    except OSError as e:
+        print(f"uet fabric: {e}", file=err)
+        return 1
+    if args.json:
+        sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="uet fabric", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    return run_command(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

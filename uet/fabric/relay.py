@@ -1,0 +1,578 @@
+"""The live loopback fabric (design.md "Test beds" 2): a trio UDP relay that applies the path model
+of :mod:`uet.fabric.paths` to real datagrams between a real sender and a real receiver.
+
+Addressing, NAT-style:
+
+* The relay listens on one *front* socket (``listen``); senders use it as their UET destination.
+* Each sender (address, source port) - a *flow* - gets one relay-side (*back*) socket of its own,
+  so the mapping is 1:1 and the sender's entropy value (its UDP source port) still selects the
+  path: ``path = hash(entropy) % paths`` (or ``entropy % paths``, ``FabricConfig.ecmp``). The
+  back socket sends the flow's datagrams to the receiver (``to``) from its own port, which the
+  receiver sees as the entropy. With ``preserve_entropy`` the back socket is bound to the sender's
+  port number (on ``back_host``, which must then be another address than the sender's), so the
+  receiver sees the very same entropy value.
+* Whatever arrives on a back socket (the receiver's ACKs, NACKs, responses) goes back to the
+  flow's sender, to its entropy port, from the front socket - so from the address and port the
+  sender sent to. Answers take their flow's path, on that path's reverse link (symmetric ECMP).
+
+Because the relay rewrites addresses and ports it rewrites the CRC-32C trailer of every datagram
+it forwards, as a NAT recomputes checksums (design.md "Defaults", uet-facts A.3): the incoming
+trailer is verified against the hop it arrived on; when it holds, the trailer is replaced by the
+one for the hop it leaves on, else the datagram goes on with its bytes unchanged (the receiver
+drops it) and counts as ``crc_bad``. TSS packets (their ICV replaces the CRC) and datagrams that
+arrive trimmed (DSCP 11) carry no trailer and pass unchanged (``crc_skipped``); a datagram the
+fabric trims loses its trailer. Since the UDP length is the same on both hops, the CRC-32C
+difference between the two coverages does not depend on the UET bytes (CRC is affine), so the
+new trailer is the old one XOR a per-(flow, length) constant: one CRC pass per datagram, to verify.
+
+DSCP and ECN: the TOS byte of each arriving datagram comes from IP_RECVTOS (IPV6_RECVTCLASS); what
+leaves carries the TOS the model decided (trimmed: DSCP 11; CE when marked), set per datagram with
+an IP_TOS (IPV6_TCLASS) control message on ``sendmsg`` unless it equals the socket's default
+(data sockets: DSCP 0 + ECT(0); the front socket: DSCP 46, Not-ECT). UDP checksum 0 on send
+(SO_NO_CHECK; UDP_NO_CHECK6_TX/RX for IPv6).
+
+Performance (design.md "Performance"): one receive task per socket, never one per datagram; each
+waits until its socket is readable, then drains it with non-blocking ``recvmsg`` until it would
+block (at most ``BATCH`` at a time), runs every datagram through the model synchronously and sends
+what is due (every ``RELEASE_EVERY`` datagrams and at the end of the batch, so that a long batch
+does not hold everything back). Measured on the project's 2-core machine: about 15-20 us of CPU per
+4 KiB datagram, two thirds of it the two system calls (``python tools/bench_fabric.py``). One scheduler task sleeps until the earliest pending release (a heap) and sends in
+batches. A send that would block leaves the datagram at the head of the heap and the scheduler
+waits until that socket is writable.
+"""
+
+from __future__ import annotations
+
+import errno
+import heapq
+import ipaddress
+import os
+import socket
+import struct
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import IO, Any, AsyncIterator, Callable, Union
+
+import trio
+
+from ..native import crc32c
+
+try:  # the C CRC-32C over a prefix of a bytes object, without a copy or a memoryview
+    from ..native._uet_native import lib as _native_lib
+
+    def _crc_head(data: bytes, n: int, seed: int, _c=_native_lib.uet_crc32c) -> int:
+        return _c(seed, data, n)
+except ImportError:  # pragma: no cover - pure-Python backend
+    def _crc_head(data: bytes, n: int, seed: int) -> int:
+        return crc32c(memoryview(data)[:n], seed)
+from ..wire.build import DSCP_CONTROL, DSCP_TRIMMED, ECT0
+from .capture import CaptureFn, FrameBuilder, PcapCapture
+from .paths import COUNTERS, DIRECTIONS, FWD, INF, REV, ETH_LEN, UDP_LEN, FabricConfig, Link, \
+    Releases, flow_rng, path_hasher
+
+BATCH = 512                # datagrams drained per wake-up before yielding
+RELEASE_EVERY = 32         # send what is due after this many datagrams of a batch
+RECV_SIZE = 65536
+SO_NO_CHECK = 11
+SO_RCVBUFFORCE = 33
+SOL_UDP = 17
+UDP_NO_CHECK6_TX, UDP_NO_CHECK6_RX = 101, 102
+IP_RECVTOS = 13
+IP_PKTINFO = 8
+IPV6_RECVTCLASS, IPV6_TCLASS = 66, 67
+IPV6_RECVPKTINFO, IPV6_PKTINFO = 49, 50
+TOS_DATA = ECT0                    # DSCP 0 + ECT(0): what most sender->receiver datagrams carry
+TOS_CONTROL = DSCP_CONTROL << 2    # DSCP 46, Not-ECT: ACKs, NACKs, control
+_HDR = struct.Struct("!HH")
+_LEN = struct.Struct("!H")
+
+Capture = Union[None, CaptureFn, str, os.PathLike, IO[bytes]]
+
+
+def _family(host: str) -> int:
+    return socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+
+
+def _wildcard(host: str) -> bool:
+    return ipaddress.ip_address(host).is_unspecified
+
+
+def _source_for(dest: str, port: int) -> str:
+    """The local address the kernel would use to reach ``dest`` (connecting sends nothing)."""
+    with socket.socket(_family(dest), socket.SOCK_DGRAM) as s:
+        s.connect((dest, port or 9))
+        return s.getsockname()[0]
+
+
+def _udp_socket(host: str, port: int, tos: int, rcvbuf: int) -> socket.socket:
+    fam = _family(host)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        if fam == socket.AF_INET6:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
+            s.setsockopt(socket.IPPROTO_IPV6, IPV6_TCLASS, tos)
+            s.setsockopt(SOL_UDP, UDP_NO_CHECK6_TX, 1)
+            s.setsockopt(SOL_UDP, UDP_NO_CHECK6_RX, 1)
+            if _wildcard(host):
+                s.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVPKTINFO, 1)
+        else:
+            s.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+            s.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
+            if _wildcard(host):
+                s.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)
+        if rcvbuf > 0:
+            try:
+                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+            except OSError:
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+                except OSError:
+                    pass
+        s.bind((host, port))
+        s.setblocking(False)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def _parse_anc(anc: list) -> tuple[int, str | None]:
+    """(TOS byte, local destination address or None) from ``recvmsg`` ancillary data."""
+    tos = 0
+    dst = None
+    for level, kind, data in anc:
+        if level == socket.IPPROTO_IP:
+            if kind == socket.IP_TOS and data:
+                tos = data[0]
+            elif kind == IP_PKTINFO and len(data) >= 12:
+                dst = socket.inet_ntop(socket.AF_INET, data[8:12])
+        elif level == socket.IPPROTO_IPV6:
+            if kind == IPV6_TCLASS and len(data) >= 4:
+                tos = struct.unpack("i", data[:4])[0] & 0xFF
+            elif kind == IPV6_PKTINFO and len(data) >= 16:
+                dst = socket.inet_ntop(socket.AF_INET6, data[:16])
+    return tos, dst
+
+
+def _canon(host: str) -> str:
+    return str(ipaddress.ip_address(host.split("%", 1)[0]))
+
+
+class Hop:
+    """One direction of one flow: the socket it leaves by, where it goes, the link (path and
+    direction) it takes, its random generator, and its trailer rewriting."""
+
+    __slots__ = ("sock", "dest", "link", "rng", "tos_default", "extra_cmsg", "cmsgs", "family",
+                 "in_dst", "in_dport", "out_pre", "crc", "src_addr", "verify", "src", "sport",
+                 "dst", "dport")
+
+    def __init__(self, sock: socket.socket, dest: tuple, link: Link, rng: Any, tos_default: int,
+                 in_dst: str, in_dport: int, src: str, sport: int, verify: bool,
+                 extra_cmsg: list | None = None):
+        self.sock = sock
+        self.dest = dest
+        self.link = link
+        self.rng = rng
+        self.tos_default = tos_default
+        self.extra_cmsg = extra_cmsg or []
+        self.cmsgs: dict[int, list] = {}
+        self.family = _family(dest[0])
+        fam_in = _family(in_dst)
+        self.in_dst = socket.inet_pton(fam_in, in_dst)
+        self.in_dport = in_dport
+        self.src, self.sport = src, sport
+        self.dst, self.dport = _canon(dest[0]), dest[1]
+        self.out_pre = (socket.inet_pton(_family(src), src) + socket.inet_pton(self.family, self.dst)
+                        + _HDR.pack(sport, self.dport))
+        self.crc: dict[tuple, tuple[int, int]] = {}
+        self.src_addr: tuple = ()
+        self.verify = verify
+
+    def cmsg(self, tos: int) -> list:
+        c = self.cmsgs.get(tos)
+        if c is None:
+            if self.family == socket.AF_INET6:
+                c = [(socket.IPPROTO_IPV6, IPV6_TCLASS, struct.pack("i", tos))]
+            else:
+                c = [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", tos))]
+            c = self.cmsgs[tos] = c + self.extra_cmsg
+        return c
+
+    def _crc_entry(self, key: tuple) -> tuple[int, int]:
+        (host, port, *_), n = key
+        ulen = _LEN.pack(UDP_LEN + n)
+        seed_in = crc32c(socket.inet_pton(_family(host), _canon(host)) + self.in_dst
+                         + _HDR.pack(port, self.in_dport) + ulen + b"\0\0")
+        seed_out = crc32c(self.out_pre + ulen + b"\0\0")
+        z = bytes(n - 4)
+        e = (seed_in, crc32c(z, seed_in) ^ crc32c(z, seed_out))
+        if len(self.crc) >= 256:
+            self.crc.clear()
+        self.crc[key] = e
+        return e
+
+    def rewrite(self, data: bytes, link: Link) -> bytes:
+        """``data`` with its trailer for this hop, or unchanged (``crc_bad``) when the trailer it
+        arrived with does not verify for the hop it came on (``src_addr`` -> our socket)."""
+        n = len(data)
+        if n < 4:
+            link.crc_bad += 1
+            return data
+        key = (self.src_addr, n)
+        e = self.crc.get(key)
+        if e is None:
+            e = self._crc_entry(key)
+        t = int.from_bytes(data[-4:], "big")
+        if self.verify and _crc_head(data, n - 4, e[0]) != t:
+            link.crc_bad += 1
+            return data
+        link.crc_rewritten += 1
+        return data[:-4] + (t ^ e[1]).to_bytes(4, "big")
+
+
+@dataclass
+class Flow:
+    sender: tuple            # (host, port) as recvmsg reported it
+    entropy: int             # the sender's source port
+    path: int
+    back: socket.socket
+    back_port: int
+    fwd: Hop
+    rev: Hop
+
+    def describe(self) -> dict[str, Any]:
+        return {"sender": f"{self.sender[0]}:{self.sender[1]}", "entropy": self.entropy,
+                "relay_port": self.back_port, "path": self.path}
+
+
+class Fabric:
+    """A live fabric. Usually made by :func:`open_fabric`; otherwise construct it (the sockets
+    are bound at once, so :attr:`port` is known), ``await nursery.start(fab.run)``, and call
+    :meth:`close` after the nursery is done with it."""
+
+    def __init__(self, listen: tuple[str, int], to: tuple[str, int], config: FabricConfig | None = None,
+                 capture: CaptureFn | None = None):
+        self.cfg = cfg = config or FabricConfig()
+        cfg.validate()
+        self.listen_host = _canon(listen[0])
+        self.to = (_canon(to[0]), int(to[1]))
+        self.back_host = _canon(cfg.back_host) if cfg.back_host else _canon(_source_for(*self.to))
+        self._front_wild = _wildcard(self.listen_host)
+        self.front = _udp_socket(self.listen_host, int(listen[1]), TOS_CONTROL, cfg.rcvbuf)
+        self.port: int = self.front.getsockname()[1]
+        self.host: str = self.listen_host
+        self.path_of: Callable[[int], int] = path_hasher(cfg)
+        self.releases = Releases(cfg.slack_us * 1e-6, self._wake)
+        ov = {socket.AF_INET: ETH_LEN + 20 + UDP_LEN, socket.AF_INET6: ETH_LEN + 40 + UDP_LEN}
+        ov_f, ov_r = ov[_family(self.to[0])], ov[_family(self.listen_host)]
+        self.links = [[Link(cfg, p, FWD, self.releases, overhead=ov_f) for p in range(cfg.paths)],
+                      [Link(cfg, p, REV, self.releases, overhead=ov_r) for p in range(cfg.paths)]]
+        self.flows: dict[tuple, Flow] = {}
+        self.capture = capture
+        self._frames = FrameBuilder() if capture is not None else None
+        self.stats = {"flows_opened": 0, "flow_limit_drops": 0, "flow_errors": 0, "truncated": 0,
+                      "recv_errors": 0, "entropy_remapped": 0}
+        self.t0 = 0.0
+        self._nursery: trio.Nursery | None = None
+        self._cs: trio.CancelScope | None = None
+        self._blocked: socket.socket | None = None
+        self._closed = False
+        self._clock: Callable[[], float] = trio.current_time
+
+    # --- public -------------------------------------------------------------------------
+    @property
+    def address(self) -> tuple[str, int]:
+        """Where senders send (the front socket)."""
+        return (self.host, self.port)
+
+    def now(self) -> float:
+        """Seconds since the fabric opened (the clock of ``fail`` times)."""
+        return trio.current_time() - self.t0
+
+    def fail_path(self, path: int, at_us: float | None = None) -> None:
+        """Fail ``path`` (both directions) now, or ``at_us`` microseconds after the fabric opened."""
+        t = trio.current_time() if at_us is None else self.t0 + at_us * 1e-6
+        for d in (FWD, REV):
+            self.links[d][path].fail_now(t)
+
+    def flow_for(self, sender: tuple[str, int]) -> dict[str, Any] | None:
+        f = self.flows.get(tuple(sender))
+        if f is None:
+            f = next((x for x in self.flows.values() if x.sender[:2] == tuple(sender)[:2]), None)
+        return f.describe() if f else None
+
+    def flow_list(self) -> list[dict[str, Any]]:
+        return [f.describe() for f in self.flows.values()]
+
+    def queued(self) -> int:
+        return len(self.releases)
+
+    async def drain(self, poll: float = 0.002) -> None:
+        """Wait until nothing is waiting for release (the caller bounds it with a timeout)."""
+        while self.releases.heap:
+            await trio.sleep(poll)
+
+    def counters(self) -> dict[str, Any]:
+        """Live counters: per path (both directions summed, and ``fwd``/``rev``), totals, and the
+        relay's own. ``packets``/``bytes`` count what was sent on (duplicates included)."""
+        now = trio.current_time() if self.t0 else 0.0
+        paths = []
+        tot = {"fwd": _zero(), "rev": _zero()}
+        for p in range(self.cfg.paths):
+            entry: dict[str, Any] = {"path": p, "failed": now >= self.links[FWD][p].fail_at}
+            both = _zero()
+            for d in (FWD, REV):
+                s = self.links[d][p].snapshot(now)
+                s["packets"] = s["forwarded"] + s["dup_forwarded"]
+                entry[DIRECTIONS[d]] = s
+                _add(both, s)
+                _add(tot[DIRECTIONS[d]], s)
+            paths.append({**entry, **both, "fwd": entry["fwd"], "rev": entry["rev"]})
+        totals = _zero()
+        _add(totals, tot["fwd"])
+        _add(totals, tot["rev"])
+        totals.update(tot)
+        relay = dict(self.stats, flows=len(self.flows), uptime_s=round(now - self.t0, 6) if self.t0 else 0.0)
+        return {"paths": paths, "totals": totals, "relay": relay}
+
+    # --- running ------------------------------------------------------------------------
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        self.t0 = trio.current_time()
+        if type(trio.lowlevel.current_clock()).__name__ == "SystemClock":
+            # trio's own clock is perf_counter() + an offset; reading it directly is cheaper
+            off = self.t0 - time.perf_counter()
+            pc = time.perf_counter
+            self._clock = lambda: pc() + off
+        for i, t in self.cfg.fail:
+            if 0 <= i < self.cfg.paths:
+                self.fail_path(i, t)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._scheduler)
+                nursery.start_soon(self._recv_loop, self.front, self._on_front)
+                task_status.started(self)
+        finally:
+            self._nursery = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for f in self.flows.values():
+            f.back.close()
+        self.front.close()
+
+    # --- internals ----------------------------------------------------------------------
+    def _wake(self, w: float) -> None:
+        cs = self._cs
+        if cs is not None and w < cs.deadline:
+            cs.deadline = w
+
+    async def _scheduler(self) -> None:
+        rel = self.releases
+        while True:
+            blocked = self._blocked
+            if blocked is not None:
+                self._blocked = None
+                await trio.lowlevel.wait_writable(blocked)
+            else:
+                w = rel.next_wake()
+                if w > trio.current_time():
+                    with trio.CancelScope(deadline=w) as cs:
+                        self._cs = cs
+                        await trio.sleep_forever()
+                    self._cs = None
+                else:
+                    await trio.lowlevel.checkpoint()
+            self._release(trio.current_time())
+
+    def _release(self, now: float) -> None:
+        heap = self.releases.heap
+        if not heap:
+            return
+        limit = now + self.releases.slack
+        cap = self.capture
+        pop = heapq.heappop
+        while heap and heap[0][0] <= limit:
+            _, _, hop, data, tos, link, orig = heap[0]
+            try:
+                if tos == hop.tos_default and not hop.extra_cmsg:
+                    hop.sock.sendto(data, hop.dest)
+                else:
+                    hop.sock.sendmsg([data], hop.cmsg(tos), 0, hop.dest)
+            except BlockingIOError:
+                self._blocked = hop.sock
+                self._wake(-INF)
+                return
+            except OSError:
+                pop(heap)
+                link.send_errors += 1
+                if orig:
+                    link.queued -= 1
+                    link.dropped += 1
+                continue
+            pop(heap)
+            if orig:
+                link.queued -= 1
+                link.forwarded += 1
+            else:
+                link.dup_forwarded += 1
+            link.bytes += len(data)
+            if cap is not None:
+                cap(time.time(), self._frames.frame(hop.src, hop.dst, hop.sport, hop.dport, tos, data))
+
+    async def _recv_loop(self, sock: socket.socket, handle: Callable[..., None]) -> None:
+        recvmsg = sock.recvmsg
+        wait = trio.lowlevel.wait_readable
+        clock = self._clock
+        trunc = int(socket.MSG_TRUNC)
+        while True:
+            try:
+                await wait(sock)
+            except (OSError, trio.ClosedResourceError):
+                return
+            for i in range(1, BATCH + 1):
+                try:
+                    data, anc, flags, addr = recvmsg(RECV_SIZE, 128)
+                except BlockingIOError:
+                    break
+                except OSError as e:
+                    if e.errno == errno.EBADF:
+                        return
+                    self.stats["recv_errors"] += 1
+                    continue
+                if flags & trunc:
+                    self.stats["truncated"] += 1
+                    continue
+                handle(data, anc, addr, clock())
+                if not i % RELEASE_EVERY:
+                    self._release(clock())  # keep the pipeline moving inside a long batch
+            self._release(clock())
+
+    def _on_front(self, data: bytes, anc: list, addr: tuple, now: float) -> None:
+        if len(anc) == 1 and anc[0][1] == socket.IP_TOS and anc[0][0] == socket.IPPROTO_IP:
+            tos, dst = anc[0][2][0], None
+        else:
+            tos, dst = _parse_anc(anc)
+        flow = self.flows.get(addr)
+        if flow is None:
+            flow = self._new_flow(addr, dst)
+            if flow is None:
+                return
+        hop = flow.fwd
+        hop.src_addr = addr
+        skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
+        hop.link.offer(now, data, tos, hop, hop.rng, None if skip else hop.rewrite)
+
+    def _on_back(self, flow: Flow) -> Callable[..., None]:
+        hop = flow.rev
+        link = hop.link
+        rng = hop.rng
+        rewrite = hop.rewrite
+
+        def handle(data: bytes, anc: list, addr: tuple, now: float) -> None:
+            if len(anc) == 1 and anc[0][1] == socket.IP_TOS and anc[0][0] == socket.IPPROTO_IP:
+                tos = anc[0][2][0]
+            else:
+                tos = _parse_anc(anc)[0]
+            hop.src_addr = addr
+            skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
+            link.offer(now, data, tos, hop, rng, None if skip else rewrite)
+
+        return handle
+
+    def _new_flow(self, addr: tuple, dst: str | None) -> Flow | None:
+        cfg = self.cfg
+        if len(self.flows) >= cfg.max_flows:
+            self.stats["flow_limit_drops"] += 1
+            return None
+        host, port = _canon(addr[0]), addr[1]
+        front_ip = _canon(dst) if (self._front_wild and dst) else self.listen_host
+        if self._front_wild and not dst:
+            front_ip = _canon(_source_for(host, port))
+        back = None
+        try:
+            if cfg.preserve_entropy:
+                try:
+                    back = _udp_socket(self.back_host, port, TOS_DATA, cfg.rcvbuf)
+                except OSError:
+                    self.stats["entropy_remapped"] += 1
+            if back is None:
+                back = _udp_socket(self.back_host, 0, TOS_DATA, cfg.rcvbuf)
+        except OSError:
+            self.stats["flow_errors"] += 1
+            return None
+        back_port = back.getsockname()[1]
+        path = self.path_of(port)
+        index = self.stats["flows_opened"]
+        extra = []
+        if self._front_wild:
+            if self.front.family == socket.AF_INET6:
+                extra = [(socket.IPPROTO_IPV6, IPV6_PKTINFO, socket.inet_pton(socket.AF_INET6, front_ip) + bytes(4))]
+            else:
+                extra = [(socket.IPPROTO_IP, IP_PKTINFO, bytes(4) + socket.inet_pton(socket.AF_INET, front_ip) + bytes(4))]
+        fwd = Hop(back, self.to, self.links[FWD][path], flow_rng(cfg.seed, FWD, index), TOS_DATA,
+                  in_dst=front_ip, in_dport=self.port, src=self.back_host, sport=back_port,
+                  verify=cfg.verify_crc)
+        rev = Hop(self.front, addr, self.links[REV][path], flow_rng(cfg.seed, REV, index),
+                  TOS_CONTROL, in_dst=self.back_host, in_dport=back_port, src=front_ip,
+                  sport=self.port, verify=cfg.verify_crc, extra_cmsg=extra)
+        flow = Flow(addr, port, path, back, back_port, fwd, rev)
+        self.flows[addr] = flow
+        self.stats["flows_opened"] += 1
+        if self._nursery is not None:
+            self._nursery.start_soon(self._recv_loop, back, self._on_back(flow))
+        return flow
+
+
+def _zero() -> dict[str, int]:
+    d = dict.fromkeys(COUNTERS, 0)
+    d.update(queued=0, queue_bytes=0, packets=0)
+    return d
+
+
+def _add(acc: dict[str, Any], s: dict[str, Any]) -> None:
+    for k, v in s.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            acc[k] = acc.get(k, 0) + v
+
+
+@asynccontextmanager
+async def open_fabric(listen: tuple[str, int] = ("127.0.0.1", 0), to: tuple[str, int] = ("127.0.0.1", 4793),
+                      config: FabricConfig | None = None, *, capture: Capture = None) -> AsyncIterator[Fabric]:
+    """Run a live fabric for the body of the ``async with``::
+
+        async with open_fabric(listen=("127.0.0.1", 0), to=("127.0.0.1", 4793),
+                               config=FabricConfig(paths=4, loss=0.01)) as fab:
+            ...  # senders send to fab.address (fab.port); fab.counters() at any time
+
+    ``capture`` is a callback ``(wall_time, ethernet_frame)`` called for every datagram the fabric
+    sends on (both directions), or a path / binary file to write a pcap to (linktype 1).
+    """
+    cap: CaptureFn | None
+    own = None
+    if capture is None or callable(capture):
+        cap = capture  # type: ignore[assignment]
+    else:
+        own = cap = PcapCapture(capture)  # type: ignore[arg-type]
+    try:
+        fab = Fabric(listen, to, config, cap)
+    except BaseException:
+        if own is not None:
+            own.close()
+        raise
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(fab.run)
+            try:
+                yield fab
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        fab.close()
+        if own is not None:
+            own.close()
