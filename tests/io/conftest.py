@@ -30,7 +30,11 @@ class RecvProcess:
         self.proc = subprocess.Popen(uet_cmd("recv", "--bind", "127.0.0.1:0", *args),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
         self.lines: list[str] = []
-        first = self.proc.stderr.readline().decode()
+        first = ""
+        for _ in range(20):  # skip warnings (e.g. no C extension) before the banner
+            first = self.proc.stderr.readline().decode()
+            if "listening on" in first or not first:
+                break
         if "listening on" not in first:
             self.proc.kill()
             raise RuntimeError(f"uet recv did not start: {first!r} {self.proc.stderr.read()!r}")
