@@ -124,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .fabric.command import register as register_fabric
 
     register_fabric(sub)
+
+    from .demo.command import register as register_demo
+
+    register_demo(sub)
     return parser
 
 

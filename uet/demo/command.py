@@ -1,0 +1,262 @@
+"""``uet demo``: sender, live fabric and receiver on loopback in one command (design.md "Contracts").
+
+One process, one trio run: a receiver endpoint bound on 127.0.0.1:<free port>, the live fabric
+(:mod:`uet.fabric`) in front of it, and a sender endpoint (:mod:`uet.io`) that sends to the
+fabric; ``--no-fabric`` sends straight to the receiver over the sender's entropy ports. It takes
+``uet sim``'s transfer and impairment options (same names and units) and prints the same summary,
+with wall-clock figures (:mod:`uet.demo.run` says how each is counted).
+
+The default run moves 16 MiB over 4 paths with mild loss (0.002) and trimming (0.01) and a
+per-path rate (0.25 Gb/s) at which the window's bursts queue and get CE marks; ``--loss 0 --trim 0``
+is a clean run. ``--capture FILE.pcap`` writes every datagram the fabric forwards, both
+directions, with wall-clock timestamps.
+
+stderr: a progress bar (when stderr is a terminal, or ``--progress``) and, at the end, a per-path
+table (packets, trims, CE marks, drops) and the summary (rich if installed, else plain text).
+With ``--json`` stdout holds exactly one JSON object on one line and nothing else. A run that is
+not ok (a byte missing or wrong, a send that failed, ``--timeout``) exits 1 and prints the command
+line that replays it, with its seed, on stderr; 2 means bad options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from typing import Any, Sequence, TextIO
+
+from .options import add_arguments, resolve
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    """A :class:`uet.demo.run.DemoConfig` from the parsed options (through ``uet sim``'s own
+    mapping of its options, :func:`uet.sim.command.config_from_args`)."""
+    from ..sim.command import config_from_args as sim_config
+    from .run import DemoConfig
+
+    sim = sim_config(args)
+    return DemoConfig.from_sim(sim, entropy_values=args.entropies, fabric=args.fabric,
+                               capture=args.capture, timeout=args.timeout, host=args.host)
+
+
+def replay_command(args: argparse.Namespace) -> str:
+    """The ``uet demo`` command line that repeats this run (same seed, same impairment draws)."""
+    words = ["uet", "demo", "--bytes", str(args.bytes), "--messages", str(args.messages), "--mtu",
+             str(args.mtu), "--paths", str(args.paths)]
+    if args.fabric:
+        words += ["--rate", repr(args.rate), "--rtt", repr(args.rtt)]
+        for name in ("loss", "trim", "reorder", "dup", "corrupt"):
+            words += [f"--{name}", repr(getattr(args, name))]
+        for i, t in args.fail_path:
+            words += ["--fail-path", f"{i}@{t:g}"]
+    else:
+        words.append("--no-fabric")
+    words += ["--mode", args.mode, "--spray", args.spray]
+    if args.entropies:
+        words += ["--entropies", str(args.entropies)]
+    if args.window:
+        words += ["--window", str(args.window)]
+    if args.host != "127.0.0.1":
+        words += ["--host", args.host]
+    words += ["--timeout", f"{args.timeout:g}", "--seed", str(args.seed)]
+    return shlex.join(words)
+
+
+# --- stderr: progress bar and per-path table --------------------------------------------------
+
+def _mib(n: float) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+class Progress:
+    """A one-line progress bar on stderr (``\\r`` updates on a terminal, a line a second
+    otherwise)."""
+
+    def __init__(self, out: TextIO, enabled: bool):
+        self.out = out
+        self.enabled = enabled
+        self.tty = hasattr(out, "isatty") and out.isatty()
+        self.t0 = time.monotonic()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, snap: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        final = snap.get("final", False)
+        if not final and not self.tty and now - self.last < 1.0:
+            return
+        self.last = now
+        total = max(snap["bytes"], 1)
+        done = max(snap["sent_bytes"], snap["delivered_bytes"])
+        frac = min(done / total, 1.0)
+        width = 30
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        extra = ""
+        fab = snap.get("fabric")
+        if fab is not None:
+            t = fab["totals"]
+            extra = f"  trims {t['trimmed']}  CE {t['ce_marked']}  drops {t['dropped']}"
+        line = (f"[{bar}] {frac * 100:5.1f}% {_mib(done)} / {_mib(total)} sent, "
+                f"{snap['messages_delivered']} msg delivered{extra}")
+        if self.tty:
+            self.out.write("\r" + line + "\x1b[K")
+        else:
+            self.out.write(line + "\n")
+        self.out.flush()
+        self.shown = True
+        if final:
+            self.finish()
+
+    def finish(self) -> None:
+        if self.shown and self.tty:
+            self.out.write("\n")
+            self.out.flush()
+        self.shown = False
+
+
+FABRIC_COLUMNS = ("path", "state", "entropy", "data pkts", "packets", "answers", "trims", "CE",
+                  "drops", "dups", "reord", "corrupt")
+
+
+def table_rows(summary: dict[str, Any]) -> tuple[tuple[str, ...], list[list[str]]]:
+    """The per-path table: a header and rows of text."""
+    pp = summary["per_path"]
+    if not summary["fabric"]:
+        head = ("entropy port", "data pkts")
+        rows = [[str(p["entropy_port"]), str(p["data_packets"])] for p in pp]
+        rows.append(["all", str(sum(p["data_packets"] for p in pp))])
+        return head, rows
+    rows = []
+    keys = ("data_packets", "packets", "answers", "trimmed", "ce_marked", "dropped", "duplicated",
+            "reordered", "corrupted")
+    for p in pp:
+        ent = ",".join(map(str, p["entropy_ports"][:3])) + ("..." if len(p["entropy_ports"]) > 3 else "")
+        rows.append([str(p["path"]), "FAILED" if p["failed"] else "up", ent or "-",
+                     *(str(p[k]) for k in keys)])
+    rows.append(["all", "", "", *(str(sum(p[k] for p in pp)) for k in keys)])
+    return FABRIC_COLUMNS, rows
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    head, rows = table_rows(summary)
+    w = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
+    line = lambda cells: "  ".join(c.rjust(w[i]) for i, c in enumerate(cells))  # noqa: E731
+    return "\n".join([line(head), *(line(r) for r in rows)]) + "\n"
+
+
+SUMMARY_KEYS = ("ok", "bytes", "messages", "mode", "fabric", "wall_time_s", "goodput_gbps",
+                "goodput_MBps", "packets_sent", "retransmissions", "spurious_retransmissions",
+                "trimmed", "dropped", "ecn_marked", "corrupted", "duplicated", "reordered",
+                "bad_crc", "nacks", "rto", "tlp", "paths_used", "paths", "entropies",
+                "socket_drops", "failures", "seed")
+
+
+def show(summary: dict[str, Any], out: TextIO) -> None:
+    """The per-path table and the main figures on ``out`` (rich when installed)."""
+    head, rows = table_rows(summary)
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        out.write(format_table(summary))
+        for k in SUMMARY_KEYS:
+            if k in summary:
+                out.write(f"{k:>26}: {summary[k]}\n")
+        out.flush()
+        return
+    tty = hasattr(out, "isatty") and out.isatty()
+    console = Console(file=out, width=None if tty else 132)
+    t = Table(title="uet demo: per path" if summary["fabric"] else "uet demo: per entropy port")
+    for h in head:
+        t.add_column(h, justify="right", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    console.print(t)
+    s = Table(show_header=False)
+    s.add_column(justify="right")
+    s.add_column()
+    for k in SUMMARY_KEYS:
+        if k in summary:
+            s.add_row(k, str(summary[k]))
+    console.print(s)
+
+
+# --- the command ------------------------------------------------------------------------------
+
+def run_command(args: argparse.Namespace) -> int:
+    import trio
+
+    from .run import run_demo
+
+    err = sys.stderr
+    try:
+        resolve(args)
+        cfg = config_from_args(args)
+        cfg.validate()
+    except ValueError as exc:
+        print(f"uet demo: {exc}", file=err)
+        return 2
+    tty = hasattr(err, "isatty") and err.isatty()
+    progress = Progress(err, args.progress if args.progress is not None else tty)
+    try:
+        summary = trio.run(lambda: run_demo(cfg, progress=progress if progress.enabled else None))
+    except KeyboardInterrupt:
+        progress.finish()
+        print("uet demo: interrupted", file=err)
+        return 130
+    except Exception as exc:  # a socket error, or a bug: still one JSON object, exit 1
+        import traceback
+
+        progress.finish()
+        if not isinstance(exc, OSError):
+            traceback.print_exc(file=err)
+        summary = {"ok": False, "bytes": cfg.bytes, "failures": [f"{type(exc).__name__}: {exc}"],
+                   "error": f"{type(exc).__name__}: {exc}", "seed": cfg.seed}
+        if args.json:
+            sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+        print(f"uet demo: {summary['error']}", file=err)
+        print(f"uet demo: FAILED; replay with: {replay_command(args)}", file=err, flush=True)
+        return 1
+    progress.finish()
+    if not args.quiet:
+        show(summary, err)
+    if args.json:
+        sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    if args.capture and not args.quiet:
+        pt = summary["ports"]
+        cmd = ["uet", "decode", "--port", str(pt["receiver"]), "--port", str(pt["fabric"]),
+               args.capture]
+        print(f"uet demo: capture in {args.capture}; decode it with: {shlex.join(cmd)}",
+              file=err, flush=True)
+    if not summary["ok"]:
+        for f in summary["failures"]:
+            print(f"uet demo: {f}", file=err)
+        print(f"uet demo: FAILED; replay with: {replay_command(args)}", file=err, flush=True)
+        return 1
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``demo`` to the ``uet`` command's subparsers."""
+    p = subparsers.add_parser("demo", help="a live transfer: sender, fabric and receiver on loopback",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=run_command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``uet demo ...`` without the rest of the CLI."""
+    p = argparse.ArgumentParser(prog="uet demo", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    return run_command(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,532 @@
+"""One live transfer: receiver, fabric and sender on loopback in one trio run (``uet demo``).
+
+Arrangement (design.md "Test beds" 2)::
+
+    sender (uet.io, entropy sockets) --> fabric front --(path = hash(entropy))--> receiver UET port
+                                     <-- answers on the same path's reverse link <--
+
+* the receiver is a :func:`uet.io.open_endpoint` bound on ``host:0`` (a free port);
+* the fabric (:func:`uet.fabric.open_fabric`) listens on ``host:0`` and forwards to it, with the
+  configuration's rate, delay, queue, ECN marking and impairments (``FabricConfig.from_sim``);
+* the sender is a send-only endpoint whose peer port is the fabric's (``peer_port``). With the
+  fabric, its entropy ports are chosen so that entropy k lands on path ``k mod paths`` (the
+  fabric hashes the source port; ``pick_entropy_ports``), so every path carries traffic;
+* without the fabric (``fabric=False``) the sender sends straight to the receiver's port over its
+  entropy sockets.
+
+Figures (the keys of ``uet sim``'s summary, with wall-clock time):
+
+* ``wall_time_s``: from the first datagram the sender put on a socket (connection set-up
+  included: the first packets carry SYN) to the moment the last message was handed to the
+  receiving application; ``goodput_gbps``/``goodput_MBps`` = bytes / that time;
+* ``ok``: every message delivered, checked by SHA-256 against what was sent (in order for ROD,
+  as a multiset for RUD), every send acknowledged, no timeout;
+* ``packets_sent``: every datagram the sender's sockets accepted (retransmissions, ACK_REQ
+  probes and the CLOSE included); ``retransmissions``: the sender core's count;
+* ``spurious_retransmissions``: live there is no ground truth of what the receiver had when, so
+  this counts, at the receiver, datagrams with the RETX flag that the receiver core classed as
+  duplicates (its ``dup_rx`` counter went up while handling them: rule W2, a PSN it already had).
+  A copy that the fabric duplicated (``--dup``) of a needed retransmission is counted too, so
+  with duplication it is an upper bound;
+* ``trimmed``, ``dropped`` (lost in the fabric: loss, failed path, queue overflow), ``ecn_marked``
+  (CE marks), ``corrupted``, ``duplicated``, ``reordered``: the fabric's counters, both
+  directions; 0 without a fabric;
+* ``nacks``: NACK code name -> count, sent by the receiver (and by the sender, if any);
+* ``paths_used``: paths (without a fabric: entropy ports) that carried data requests;
+* ``per_path``: per path the fabric's counters (``fwd``: sender -> receiver, ``rev``: answers),
+  or without a fabric the data requests per entropy port;
+* ``ports``: the receiver's UET port, the fabric's front port and the sender's entropy ports
+  (``uet decode --port RECEIVER --port FABRIC`` decodes a capture: they are not 4793);
+* ``socket_drops``: datagrams the kernel dropped because a socket's receive queue was full
+  (``/proc/net/udp``, per side; best effort, absent where that file is missing);
+* as in ``uet sim``: ``messages``, ``mode``, ``packets_total`` (both sides), ``data_packets``
+  (first transmissions), ``bad_crc``, ``rto``, ``tlp``, ``ack_req``, ``paths``, ``window_bytes``,
+  ``internal_errors``, ``failures``, ``seed``; live only: ``fabric`` (bool), ``entropies``,
+  ``retransmissions_received``, ``fabric_relay`` (the relay's own counts) and ``sender`` /
+  ``receiver`` (each endpoint's ``stats``). ``sim_time_s`` is left out: there is no virtual time.
+
+Before the figures are read, the sender closes its PDC (C.7) and the run waits (bounded) until the
+fabric has released everything and both endpoints have read every datagram it forwarded, so that
+the fabric's counters and the endpoints' agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import ipaddress
+import random
+import socket
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable
+
+import trio
+
+from ..io.endpoint import SendFailed, open_endpoint
+
+REQ_TYPES = frozenset((2, 3, 13, 14))  # B.1 RUD/ROD requests (plain and CC)
+RETX = 0x10                             # the RETX flag in byte 1 of a request's PDS header
+SETTLE_S = 1.0                          # longest wait for the counters to agree after a transfer
+CLOSE_S = 1.0                           # longest wait for the PDC close (C.7)
+
+
+@dataclass
+class DemoConfig:
+    """A live run. The transfer and fabric fields have :class:`uet.sim.SimConfig`'s names and
+    meanings (``FabricConfig.from_sim`` takes the fabric's from here)."""
+
+    bytes: int = 16 << 20
+    messages: int = 1
+    mtu: int = 4096
+    paths: int = 4
+    rate_gbps: float = 0.25
+    rtt_us: float = 10.0
+    loss: float = 0.002
+    trim: float = 0.01
+    reorder: float = 0.0
+    reorder_delay_us: float | None = None
+    dup: float = 0.0
+    corrupt: float = 0.0
+    fail: list[tuple[int, float]] = field(default_factory=list)  # (path, us after the fabric opens)
+    mode: str = "rud"
+    spray: str = "rr"
+    entropy_values: int | None = None   # None: one per path
+    window_bytes: int | None = None     # None: the live endpoint's default
+    queue_bytes: int | None = None      # None: the fabric's default (1 MiB per link)
+    kmin_bytes: int = 64 * 1024
+    kmax_bytes: int = 512 * 1024
+    trim_on_overflow: bool = True
+    seed: int = 1
+    pds: dict[str, Any] = field(default_factory=dict)  # PdsConfig overrides for both endpoints
+    # live only
+    fabric: bool = True
+    capture: Any = None                 # pcap path / binary file / callback (the fabric's)
+    timeout: float = 60.0
+    host: str = "127.0.0.1"
+
+    @classmethod
+    def from_sim(cls, sim: Any, **live: Any) -> "DemoConfig":
+        """The live run of a :class:`uet.sim.SimConfig` (fields both have are copied)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {f.name: getattr(sim, f.name) for f in dataclasses.fields(sim) if f.name in names}
+        kw.update(live)
+        return cls(**kw)
+
+    def validate(self) -> None:
+        for name in ("paths", "mtu", "messages"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.entropy_values is not None and self.entropy_values < 1:
+            raise ValueError("entropies must be at least 1")
+        if self.bytes < 0:
+            raise ValueError("bytes must not be negative")
+        if self.rate_gbps <= 0 or self.rtt_us < 0:
+            raise ValueError("rate must be positive, rtt not negative")
+        if self.mode not in ("rud", "rod"):
+            raise ValueError("mode is rud or rod")
+        if self.spray not in ("rr", "random", "single"):
+            raise ValueError("spray is rr, random or single")
+        if self.timeout <= 0:
+            raise ValueError("timeout must be positive")
+        try:
+            ipaddress.ip_address(self.host)
+        except ValueError:
+            raise ValueError(f"host {self.host!r}: an IP address such as 127.0.0.1 or ::1") from None
+
+    def fabric_config(self) -> Any:
+        from ..fabric import FabricConfig
+
+        return FabricConfig.from_sim(self)  # type: ignore[arg-type]
+
+    @property
+    def entropies(self) -> int:
+        if self.spray == "single":
+            return 1
+        return self.entropy_values or self.paths
+
+
+def split(data: bytes, n: int) -> list[bytes]:
+    """``data`` in ``n`` messages of (nearly) equal size, as ``uet sim`` splits it."""
+    n = max(1, n)
+    bounds = [len(data) * i // n for i in range(n + 1)]
+    return [data[bounds[i]:bounds[i + 1]] for i in range(n)]
+
+
+def payload(cfg: DemoConfig) -> bytes:
+    """The bytes a run sends: seeded pseudo-random (the simulator's generator and seed mix)."""
+    return random.Random(cfg.seed ^ 0x5EED).randbytes(cfg.bytes)
+
+
+def pick_entropy_ports(n: int, paths: int, path_of: Callable[[int], int], host: str,
+                       tries: int = 20000) -> list[int]:
+    """``n`` free UDP ports on ``host`` such that port k hashes onto path ``k mod paths``.
+
+    Ports come from the kernel (bind to port 0) and are held until all are found, so none is
+    handed out twice; they are released on return and bound again by the endpoint (another
+    process could take one in between: the caller retries)."""
+    want = [k % paths for k in range(n)]
+    found: list[int | None] = [None] * n
+    held: list[socket.socket] = []
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        for _ in range(tries):
+            if all(p is not None for p in found):
+                break
+            s = socket.socket(fam, socket.SOCK_DGRAM)
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+            path = path_of(port)
+            k = next((i for i, w in enumerate(want) if w == path and found[i] is None), None)
+            if k is None:
+                s.close()
+                continue
+            found[k] = port
+            held.append(s)
+        else:
+            raise RuntimeError(f"could not find {n} ports covering {paths} paths")
+    finally:
+        for s in held:
+            s.close()
+    return [p for p in found if p is not None]
+
+
+def socket_drops(ports: dict[str, set[int]]) -> dict[str, int] | None:
+    """Datagrams dropped by the kernel on our sockets' receive queues (``/proc/net/udp{,6}``'s
+    ``drops`` column), summed per side; None where the files cannot be read."""
+    side_of = {p: side for side, ps in ports.items() for p in ps}
+    out = {side: 0 for side in ports}
+    seen = False
+    for name in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            with open(name) as fh:
+                lines = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        seen = True
+        for line in lines:
+            f = line.split()
+            if len(f) < 13:
+                continue
+            try:
+                port = int(f[1].rsplit(":", 1)[1], 16)
+                drops = int(f[-1])
+            except (ValueError, IndexError):
+                continue
+            side = side_of.get(port)
+            if side is not None:
+                out[side] += drops
+    return out if seen else None
+
+
+class SpuriousCounter:
+    """Wraps a receiving core's ``receive_datagram``: counts requests carrying RETX that the core
+    classed as duplicates (its ``dup_rx`` counter moved while handling them). See the module
+    docstring, ``spurious_retransmissions``."""
+
+    def __init__(self, core: Any):
+        self.core = core
+        self.inner = core.receive_datagram
+        self.retx_rx = 0
+        self.spurious = 0
+        core.receive_datagram = self  # the instance attribute shadows the method
+
+    def __call__(self, data: bytes, meta: Any, now: float) -> None:
+        if len(data) > 1 and data[1] & RETX and (data[0] >> 3) in REQ_TYPES:
+            stats = self.core.stats
+            before = stats["dup_rx"]
+            self.inner(data, meta, now)
+            self.retx_rx += 1
+            if self.core.stats["dup_rx"] != before:
+                self.spurious += 1
+        else:
+            self.inner(data, meta, now)
+
+
+@asynccontextmanager
+async def _no_fabric() -> AsyncIterator[None]:
+    yield None
+
+
+# fabric counters shown per path and direction in the summary
+LINK_KEYS = ("received", "forwarded", "bytes", "dropped", "loss_drops", "fail_drops",
+             "overflow_drops", "trimmed", "ce_marked", "duplicated", "reordered", "corrupted",
+             "crc_bad")
+
+
+def _jsonable(d: dict) -> dict:
+    return {k: (v if isinstance(v, (int, float, str, bool, list)) or v is None
+                else _jsonable(v) if isinstance(v, dict) else str(v)) for k, v in d.items()}
+
+
+async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None = None,
+                   interval: float = 0.2) -> dict[str, Any]:
+    """Run one live transfer and return its summary (see the module docstring).
+
+    ``progress(snapshot)`` is called every ``interval`` seconds during the transfer with
+    ``{"elapsed", "bytes", "sent_bytes", "delivered_bytes", "messages_delivered", "fabric"}``
+    (``fabric``: the fabric's counters, or None), ``acked_bytes``; a last time with ``final``
+    True when the transfer is over."""
+    cfg.validate()
+    data = payload(cfg)
+    msgs = split(data, cfg.messages)
+    del data
+    want = [hashlib.sha256(m).digest() for m in msgs]
+    fcfg = cfg.fabric_config() if cfg.fabric else None
+    host = cfg.host
+    pds: dict[str, Any] = {"mtu": cfg.mtu}
+    if cfg.window_bytes:
+        pds["window_bytes"] = cfg.window_bytes
+    pds.update(cfg.pds)
+    spray = "random" if cfg.spray == "random" else "rr"
+    failures: list[str] = []
+    got: list[Any] = []
+    delivered_at: list[float] = []
+    result: dict[str, Any] = {}
+    fab_cm: Any = _no_fabric()
+
+    async with open_endpoint((host, 0), paths=1, seed=cfg.seed ^ 0x7EC, **pds) as rx:
+        spy = SpuriousCounter(rx.core)
+        if fcfg is not None:
+            from ..fabric import open_fabric
+
+            fab_cm = open_fabric(listen=(host, 0), to=(host, rx.port), config=fcfg,
+                                 capture=cfg.capture)
+        async with fab_cm as fab:
+            for attempt in range(5):
+                # the ports picked for the fabric's hash are free, then bound again by the
+                # endpoint: another process may take one in between (EADDRINUSE), so retry
+                ports = (pick_entropy_ports(cfg.entropies, fcfg.paths, fab.path_of, host)
+                         if fab is not None else None)
+                entered = False
+                try:
+                    async with open_endpoint(None, local=host,
+                                             peer_port=fab.port if fab is not None else rx.port,
+                                             paths=cfg.entropies, entropy_ports=ports,
+                                             seed=cfg.seed, spray=spray, **pds) as tx:
+                        entered = True
+                        result = await _transfer(cfg, rx, tx, fab, msgs, want, got,
+                                                 delivered_at, failures, spy, progress, interval)
+                except OSError:
+                    if entered or fab is None or attempt == 4:
+                        raise
+                else:
+                    break
+    return result
+
+
+async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes],
+                    want: list[bytes], got: list[Any], delivered_at: list[float],
+                    failures: list[str], spy: SpuriousCounter,
+                    progress: Callable[[dict], None] | None, interval: float) -> dict[str, Any]:
+    host = cfg.host
+    total = sum(len(m) for m in msgs)
+    n = len(msgs)
+    mtu = cfg.mtu
+    all_delivered = trio.Event()
+    sends_done = trio.Event()
+    acked = [0]
+
+    async def receiver() -> None:
+        while len(got) < n:
+            m = await rx.receive()
+            delivered_at.append(trio.current_time())
+            got.append(m.data)
+        all_delivered.set()
+
+    async def ticker() -> None:
+        t0 = trio.current_time()
+        while True:
+            await trio.sleep(interval)
+            first = sum(tx.tx_data_by_port.values()) - tx.core.stats["retransmissions"]
+            progress({"elapsed": trio.current_time() - t0, "bytes": total,
+                      "sent_bytes": min(total, max(0, first) * mtu),
+                      "delivered_bytes": sum(len(d) for d in got), "acked_bytes": acked[0],
+                      "messages_delivered": len(got),
+                      "fabric": fab.counters() if fab is not None else None})
+
+    async def sender() -> None:
+        handles = [(tx.send_nowait(host, m, mode=cfg.mode), len(m)) for m in msgs]
+        for i, (h, size) in enumerate(handles):
+            try:
+                await tx.wait(h)
+                acked[0] += size
+            except SendFailed as exc:
+                failures.append(f"message {i} failed: {exc.reason}")
+        sends_done.set()
+
+    timed_out = False
+    with trio.move_on_after(cfg.timeout) as cs:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receiver)
+            if progress is not None:
+                nursery.start_soon(ticker)
+            nursery.start_soon(sender)
+            await sends_done.wait()
+            if failures:
+                # what was not acknowledged may never come; give the rest a moment
+                with trio.move_on_after(min(1.0, cfg.timeout)):
+                    await all_delivered.wait()
+            else:
+                await all_delivered.wait()
+            nursery.cancel_scope.cancel()
+    if cs.cancelled_caught:
+        timed_out = True
+        failures.append(f"timed out after {cfg.timeout:g} s: {len(got)} of {n} messages delivered, "
+                        f"{acked[0]} of {total} bytes acknowledged")
+    if progress is not None:
+        progress({"elapsed": None, "bytes": total, "sent_bytes": total if not failures else acked[0],
+                  "delivered_bytes": sum(len(d) for d in got), "acked_bytes": acked[0],
+                  "messages_delivered": len(got), "fabric": fab.counters() if fab else None,
+                  "final": True})
+    if failures or timed_out:
+        tx.skip_close = True
+    else:
+        with trio.move_on_after(CLOSE_S) as close_cs:
+            await tx.close_pdcs()
+        if close_cs.cancelled_caught:
+            failures.append(f"the PDC did not close within {CLOSE_S:g} s")
+    await _settle(fab, rx, tx)
+    return _summary(cfg, rx, tx, fab, msgs, want, got, delivered_at, failures, spy)
+
+
+async def _settle(fab: Any, rx: Any, tx: Any) -> None:
+    """Until the fabric has released everything and each endpoint has read what was sent to it
+    (bounded by SETTLE_S: a datagram the kernel dropped never arrives)."""
+    with trio.move_on_after(SETTLE_S):
+        if fab is not None:
+            await fab.drain()
+        while True:
+            if fab is not None:
+                t = fab.counters()["totals"]
+                to_rx = t["fwd"]["forwarded"] + t["fwd"]["dup_forwarded"]
+                to_tx = t["rev"]["forwarded"] + t["rev"]["dup_forwarded"]
+            else:
+                to_rx, to_tx = tx.io["tx_datagrams"], rx.io["tx_datagrams"]
+            if rx.io["rx_datagrams"] >= to_rx and tx.io["rx_datagrams"] >= to_tx:
+                return
+            await trio.sleep(0.005)
+
+
+def _verify(cfg: DemoConfig, msgs: list[bytes], want: list[bytes], got: list[Any],
+            failures: list[str]) -> bool:
+    """Every message delivered and equal (SHA-256) to what was sent: in order for ROD, as a
+    multiset for RUD (messages on one PDC may complete out of order)."""
+    digests = [hashlib.sha256(d).digest() for d in got]
+    ok = True
+    if len(got) != len(msgs):
+        failures.append(f"{len(got)} of {len(msgs)} messages delivered")
+        ok = False
+    if cfg.mode == "rod":
+        bad = [i for i, (a, b) in enumerate(zip(digests, want)) if a != b]
+        if bad:
+            failures.append(f"ROD: message(s) {bad[:5]} delivered out of order or with other bytes")
+            ok = False
+    else:
+        pool: dict[bytes, int] = {}
+        for w in want:
+            pool[w] = pool.get(w, 0) + 1
+        wrong = 0
+        for d in digests:
+            if pool.get(d, 0) > 0:
+                pool[d] -= 1
+            else:
+                wrong += 1
+        if wrong:
+            failures.append(f"{wrong} delivered message(s) match nothing that was sent")
+            ok = False
+    return ok
+
+
+def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], want: list[bytes],
+             got: list[Any], delivered_at: list[float], failures: list[str],
+             spy: SpuriousCounter) -> dict[str, Any]:
+    total = sum(len(m) for m in msgs)
+    ports = {"sender": set(tx.entropy_ports), "receiver": {s.port for s in rx.socks}}
+    counters = None
+    flows: list[dict] = []
+    if fab is not None:
+        counters = fab.counters()
+        flows = fab.flow_list()
+        ports["fabric"] = {fab.port, *(f["relay_port"] for f in flows)}
+    drops = socket_drops(ports)
+    verified = _verify(cfg, msgs, want, got, failures)
+    st, sr = tx.stats, rx.stats
+    first = tx.first_tx_time
+    wall = (delivered_at[-1] - first) if (delivered_at and first is not None
+                                          and len(got) == len(msgs)) else 0.0
+    ok = verified and not failures
+    nacks: dict[str, int] = dict(sorted(sr.get("nacks_sent", {}).items()))
+    for k, v in st.get("nacks_sent", {}).items():
+        nacks[k] = nacks.get(k, 0) + v
+    by_port = dict(tx.tx_data_by_port)
+    data_pkts = sum(max(1, -(-len(m) // cfg.mtu)) for m in msgs)
+    s: dict[str, Any] = {
+        "ok": ok,
+        "bytes": total,
+        "messages": len(msgs),
+        "mode": cfg.mode,
+        "fabric": fab is not None,
+        "wall_time_s": round(wall, 6),
+        "goodput_gbps": round(total * 8 / wall / 1e9, 6) if wall > 0 else 0.0,
+        "goodput_MBps": round(total / wall / 1e6, 3) if wall > 0 else 0.0,
+        "packets_sent": st.get("io_tx_datagrams", 0),
+        "packets_total": st.get("io_tx_datagrams", 0) + sr.get("io_tx_datagrams", 0),
+        "data_packets": data_pkts,
+        "retransmissions": st.get("retransmissions", 0),
+        "spurious_retransmissions": spy.spurious,
+        "retransmissions_received": spy.retx_rx,
+    }
+    if counters is not None:
+        t = counters["totals"]
+        pmap: dict[int, list[int]] = {}
+        for f in flows:
+            pmap.setdefault(f["path"], []).append(f["entropy"])
+        used = {f["path"] for f in flows if by_port.get(f["entropy"], 0)}
+        per_path = []
+        for p in counters["paths"]:
+            i = p["path"]
+            per_path.append({
+                "path": i, "failed": p["failed"], "entropy_ports": sorted(pmap.get(i, [])),
+                "data_packets": sum(by_port.get(e, 0) for e in pmap.get(i, [])),
+                "packets": p["fwd"]["packets"], "answers": p["rev"]["packets"],
+                "trimmed": p["trimmed"], "ce_marked": p["ce_marked"], "dropped": p["dropped"],
+                "duplicated": p["duplicated"], "reordered": p["reordered"],
+                "corrupted": p["corrupted"],
+                "fwd": {k: p["fwd"][k] for k in LINK_KEYS},
+                "rev": {k: p["rev"][k] for k in LINK_KEYS}})
+        s.update(trimmed=t["trimmed"], dropped=t["dropped"], ecn_marked=t["ce_marked"],
+                 corrupted=t["corrupted"], duplicated=t["duplicated"], reordered=t["reordered"])
+        paths_used = len(used)
+    else:
+        per_path = [{"path": i, "entropy_port": port, "data_packets": by_port.get(port, 0)}
+                    for i, port in enumerate(tx.entropy_ports)]
+        s.update(trimmed=0, dropped=0, ecn_marked=0, corrupted=0, duplicated=0, reordered=0)
+        paths_used = st.get("paths_used", 0)
+    s.update({
+        "bad_crc": st.get("bad_crc", 0) + sr.get("bad_crc", 0),
+        "nacks": nacks,
+        "rto": st.get("rto", 0),
+        "tlp": st.get("tlp", 0),
+        "ack_req": st.get("ack_req_tx", 0),
+        "paths_used": paths_used,
+        "paths": cfg.paths if fab is not None else len(tx.entropy_ports),
+        "entropies": len(tx.entropy_ports),
+        "window_bytes": tx.core.config.window_bytes,
+        "internal_errors": st.get("internal_error", 0) + sr.get("internal_error", 0),
+        "failures": failures[:5],
+        "seed": cfg.seed,
+        "per_path": per_path,
+    })
+    if counters is not None:
+        r = counters["relay"]
+        s["fabric_relay"] = {"flows": r["flows"], "crc_rewritten": t["crc_rewritten"],
+                             "crc_bad": t["crc_bad"], "send_errors": t["send_errors"],
+                             "truncated": r["truncated"], "recv_errors": r["recv_errors"]}
+    s["ports"] = {"receiver": rx.port, "fabric": fab.port if fab is not None else None,
+                  "sender": list(tx.entropy_ports)}
+    if drops is not None:
+        s["socket_drops"] = drops
+    s["sender"] = _jsonable(st)
+    s["receiver"] = _jsonable(sr)
+    return s
