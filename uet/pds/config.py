@@ -4,7 +4,7 @@ choice) and the per-datagram metadata the core exchanges with its caller."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from .. import UET_UDP_PORT
@@ -80,6 +80,8 @@ class PdsConfig:
     rx_buffer_limit: int = 1 << 31            # per endpoint reassembly bytes (NO_PKT_BUFFER)
     small_header: bool = True                 # design.md: SES small header when one packet fits
     packet_events: bool = False               # emit DataReceived per delivered request
+    zero_copy_delivery: bool = False          # MessageDelivered.data: the reassembly buffer (a
+                                              # bytearray) instead of a bytes copy of it
     window_bytes: int = 1 << 20               # FixedWindow size
     spray: str = "rr"                         # rr | random | single
     entropy_values: int = 64

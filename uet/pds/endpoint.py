@@ -76,7 +76,11 @@ Initiator
       was is lost once it is older than the recent maximum RTT (paths differ in queueing, so the
       latest RTT alone would call every slower path lossy) + a reorder window (``reorder_window``
       x min RTT, grown when a retransmission turns out spurious: ACKed sooner than 3/4 min RTT
-      after it went out). That is the SACK-driven fast retransmit of holes.
+      after it went out). That is the SACK-driven fast retransmit of holes. "Recent maximum" is a
+      windowed maximum: the largest RTT delivered in the current window of 4 srtt or in the one
+      before it (a window ends only by time, never by a smaller sample, so the RTT of a path whose
+      queue keeps growing - spraying over unevenly hashed paths - is not forgotten while its
+      packets are still in flight; before, a lossless 64 MiB run over 8 paths resent ~300 of them).
   I8  C.5: RTO (initial ``rto_initial`` 1 ms; choice: srtt + 4 rttvar, floor ``rto_min``, once
       sampled) with exponential backoff; on expiry, packets older than the RTO are resent; when
       only SACKed-but-not-CACKed packets remain, an ACK_REQ control (ctl 1) for the lowest of them
@@ -102,6 +106,22 @@ Close, C.7
   C2  the target records the CLOSE PSN, ACKs it and frees the PDC once CACK reaches it; for one
       MSL (``close_msl``) it keeps answering: a repeated CLOSE or old PSN is ACKed again, a PSN
       beyond the CLOSE PSN gets NACK CLOSING (0x10).
+
+Hot paths (design.md "Performance"; the rules above are unchanged by them)
+  The common cases - a request for an established PDC carrying a SEND standard header for a
+  message already in reassembly (receive_datagram -> _accept), the ACK_CC that answers it, and
+  the sender's first transmission of each PSN (_fill_new) - run as flat code: header fields are
+  read with one struct unpack and written with one struct pack, both compiled from the schema's
+  layouts (uet.pds.fastwire: chain_reader, chain_packer), ACKs are one per-PDC constant ORed with
+  the fields that change. A request that is anything else, or fails any check of the hot path,
+  goes the general way (whole-header decode, the code that implements each rule in full) before
+  any state has changed, so both ways give the same datagrams and events (tests/pds/
+  test_fast_paths.py runs transfers both ways). Also: CRC seeds (addresses and UDP header, A.3)
+  are cached per 5-tuple and length, metadata objects per entropy value and reply direction
+  (they are shared: read-only); congestion-control and entropy hooks that a class leaves as the
+  base's no-op are not called; SACK bits already known SACKED are skipped with a bitmask;
+  get_timer() keeps its value until initiator state or a tomb changes; per-packet counters are
+  plain ints folded into ``stats`` when it is read.
 """
 
 from __future__ import annotations
@@ -112,13 +132,17 @@ from collections import Counter, deque
 from typing import Any, Iterable
 
 from .. import native
+from ..cms.base import CongestionControl
+from ..cms.fixed import FixedWindow
+from ..multipath.base import EntropySelector
 from ..wire.enums import NACK_CODE
 from . import events as ev
 from .config import CE, DSCP_CONTROL, DSCP_TRIMMED, ECT0, NOT_ECT, DatagramMeta, PdsConfig
-from .fastwire import fast
-from .messages import MessageLayer, OutMessage
+from .fastwire import chain_packer, chain_reader, fast
+from .messages import _STD_MID, SEND, SES_STD_SIZE, MessageLayer, OutMessage
 
 M32 = 0xFFFFFFFF
+H32 = 0x80000000  # pdiff(a, b) == ((a - b + H32) & M32) - H32, inlined on the hot paths
 INF = float("inf")
 TRAILER = 4
 
@@ -167,14 +191,60 @@ _NACK_CCX = fast("pds.nack_ccx")
 _CTL = fast("pds.control")
 _RSP = fast("ses.rsp")
 _REQ_L = (_REQ.layout(syn=0), _REQ.layout(syn=1))
-_ACKCC_VAR = _ACK_CC.layout(p=0, cc_type=0).variant
+_ACKCC_L = _ACK_CC.layout(p=0, cc_type=0)
+_ACK_L = _ACK.layout(p=0)
+_ACKCC_VAR = _ACKCC_L.variant
 _ACKCC_P_VAR = _ACK_CC.layout(p=1, cc_type=0).variant
-_ACK_VAR = _ACK.layout(p=0).variant
+_ACK_VAR = _ACK_L.variant
 _ACK_P_VAR = _ACK.layout(p=1).variant
 _INT_FROM = int.from_bytes
 _crc32c = native.crc32c
 
+# --- compiled readers, packers and field positions (all from the schema's layouts) -------------
+# A request without SYN and the SES standard header that follows it: the fields the target
+# needs, in one struct unpack (the SOM = 0 variant's positions; the fields used when SOM = 1 sit
+# at the same place, checked in uet.pds.messages)
+_REQ_SIZE = _REQ_L[0].size
+_read_req_std = chain_reader(
+    (_REQ_L[0], ("next_hdr", "retx", "ar", "syn", "clear_psn_offset", "psn", "spdcid", "dpdcid")),
+    (_STD_MID, ("opcode", "som", "message_id", "payload_length", "message_offset",
+                "request_length")))
+_REQ_STD = _REQ_L[0].size + SES_STD_SIZE
+_HOT_MIN = _REQ_STD  # the least UET bytes (trailer excluded) a request needs for the hot path
+# New requests after a message's first packet: PDS + SES standard headers in one struct.pack
+# from per-message constants (without and with SYN)
+_PACK_MID = (
+    chain_packer((_REQ_L[0], ("ar", "clear_psn_offset", "psn")),
+                 (_STD_MID, ("eom", "payload_length", "message_offset"))),
+    chain_packer((_REQ_L[1], ("ar", "clear_psn_offset", "psn", "psn_offset")),
+                 (_STD_MID, ("eom", "payload_length", "message_offset"))))
+# An ACK_CC: p and cc_type select the variant, but the fields read here sit at the same place in
+# every variant (checked below); ack_psn_offset is only used when p = 0.
+_ACKCC_FIELDS = ("next_hdr", "m", "p", "req", "ack_psn_offset", "cack_psn", "spdcid", "dpdcid",
+                 "mpr", "sack_psn_offset", "sack_bitmap")
+_read_ackcc = _ACKCC_L.reader(*_ACKCC_FIELDS)
+_ACKCC_SIZE = max(v.size for v in _ACK_CC.codec.variants.values())
+assert all(_ACKCC_SIZE == v.size for v in _ACK_CC.codec.variants.values())
+for _lay in (_ACK_CC.layout(p=1, cc_type=0), _ACK_CC.layout(p=0, cc_type=1),
+             _ACK_CC.layout(p=0, cc_type=2)):
+    assert all(_lay.position(n) == _ACKCC_L.position(n) for n in _ACKCC_FIELDS if n != "ack_psn_offset")
+for _lay in (_REQ_L[1],):
+    assert all(_lay.position(n) == _REQ_L[0].position(n)
+               for n in ("next_hdr", "retx", "ar", "syn", "clear_psn_offset", "psn", "spdcid"))
+_SH = _REQ_L[0].shift
+_RQ_PSN, _RQ_CLR, _RQ_AR, _RQ_RETX, _RQ_NH = (_SH["psn"], _SH["clear_psn_offset"], _SH["ar"],
+                                              _SH["retx"], _SH["next_hdr"])
+_RQ_PSNOFF = _REQ_L[1].shift["psn_offset"]
+_SH = _ACKCC_L.shift
+_AK_M, _AK_RETX, _AK_OFF, _AK_CACK, _AK_SOFF, _AK_BM, _AK_RB, _AK_OOO = (
+    _SH["m"], _SH["retx"], _SH["ack_psn_offset"], _SH["cack_psn"], _SH["sack_psn_offset"],
+    _SH["sack_bitmap"], _SH["rcvd_bytes"], _SH["ooo_count"])
+_SH = _ACK_L.shift
+_PA_M, _PA_RETX, _PA_OFF, _PA_CACK = _SH["m"], _SH["retx"], _SH["ack_psn_offset"], _SH["cack_psn"]
+del _SH, _lay
+
 _PACKED: dict[str, bytes] = {}
+_SEEDS: dict[tuple, int] = {}
 
 
 def packed_addr(addr: str) -> bytes:
@@ -192,10 +262,18 @@ def packed_addr(addr: str) -> bytes:
 
 def crc_seed(src: str, dst: str, sport: int, dport: int, udp_len: int) -> int:
     """CRC-32C register after the trailer's context (design.md "Defaults", uet.wire.trailer):
-    source and destination address, then the UDP header with checksum 0."""
-    return _crc32c(packed_addr(src) + packed_addr(dst)
-                   + bytes(((sport >> 8) & 255, sport & 255, (dport >> 8) & 255, dport & 255,
-                            (udp_len >> 8) & 255, udp_len & 255, 0, 0)))
+    source and destination address, then the UDP header with checksum 0. Cached per 5-tuple and
+    length (the value depends on nothing else)."""
+    k = (src, dst, sport, dport, udp_len)
+    s = _SEEDS.get(k)
+    if s is None:
+        s = _crc32c(packed_addr(src) + packed_addr(dst)
+                    + bytes(((sport >> 8) & 255, sport & 255, (dport >> 8) & 255, dport & 255,
+                             (udp_len >> 8) & 255, udp_len & 255, 0, 0)))
+        if len(_SEEDS) >= 1 << 16:
+            _SEEDS.clear()
+        _SEEDS[k] = s
+    return s
 
 
 def seal(parts: Iterable[bytes], meta: DatagramMeta) -> bytes:
@@ -209,6 +287,12 @@ def seal(parts: Iterable[bytes], meta: DatagramMeta) -> bytes:
     return b"".join(parts)
 
 
+def _seal1(body: bytes, meta: DatagramMeta) -> bytes:
+    n = len(body)
+    crc = _crc32c(body, crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 12 + n))
+    return body + crc.to_bytes(4, "big")
+
+
 def trailer_ok(data: bytes, meta: DatagramMeta) -> bool:
     n = len(data)
     if n < TRAILER:
@@ -217,11 +301,17 @@ def trailer_ok(data: bytes, meta: DatagramMeta) -> bool:
     return _crc32c(memoryview(data)[:n - TRAILER], seed) == _INT_FROM(data[n - TRAILER:], "big")
 
 
+def _overrides(obj: Any, base: type, name: str) -> bool:
+    """Whether ``obj`` replaces the base class's no-op hook ``name`` (in its class or itself)."""
+    return (getattr(type(obj), name, None) is not getattr(base, name)
+            or name in getattr(obj, "__dict__", ()))
+
+
 # ------------------------------------------------------------------------------------------------
 # initiator
 # ------------------------------------------------------------------------------------------------
 
-INFLIGHT, SACKED, LOST = 0, 1, 2
+INFLIGHT, SACKED, LOST, ACKED = 0, 1, 2, 3  # ACKED: CACKed and removed from ``recs``
 
 
 class _Rec:
@@ -231,7 +321,8 @@ class _Rec:
                  "state", "nacks", "ev")
 
     def __init__(self, psn: int, msg: OutMessage | None, off: int, ln: int, eom: bool,
-                 ctl: int = -1, payload: int = 0):
+                 ctl: int = -1, payload: int = 0, seq: int = 0, sent: float = 0.0,
+                 xmits: int = 0, ev: int = 0):
         self.psn = psn
         self.msg = msg
         self.off = off
@@ -239,12 +330,12 @@ class _Rec:
         self.eom = eom
         self.ctl = ctl
         self.payload = payload
-        self.sent = 0.0
-        self.xmits = 0
-        self.seq = 0
+        self.sent = sent
+        self.xmits = xmits
+        self.seq = seq
         self.state = INFLIGHT
         self.nacks = 0
-        self.ev = 0
+        self.ev = ev
 
 
 class Initiator:
@@ -266,7 +357,7 @@ class Initiator:
         self.base = self.start_psn
         self.peer_range = cfg.rx_window  # C.9 DEFAULT_MPR until the first ACK_CC says otherwise
         self.recs: dict[int, _Rec] = {}
-        self.sent_q: deque = deque()
+        self.sent_q: deque = deque()  # (seq, record) per transmission; stale once either changed
         self.retx_q: deque = deque()
         self.delayed: list[tuple[float, int]] = []
         self.ctl_q: deque = deque()
@@ -281,8 +372,9 @@ class Initiator:
         self.min_rtt = INF
         self.rack_seq = 0
         self.rack_rtt = 0.0
-        self.rtt_hi = 0.0
-        self.rtt_hi_t = 0.0
+        self.rtt_hi = 0.0  # largest RTT delivered in the current window (I7) ...
+        self.rtt_hi_t = 0.0  # ... which started then and lasts 4 srtt ...
+        self.rtt_prev = 0.0  # ... and the largest of the window before it
         self.reo_steps = 1
         self.seq = 0
         self.last_tx = 0.0
@@ -296,10 +388,24 @@ class Initiator:
         self.close_psn: int | None = None
         self.closed = False
         self.last_sack = (-1, 0)
+        # bit k set <=> the record of PSN base + k is SACKED (shifted as the base advances), so
+        # that a SACK bitmap's already-known bits cost nothing
+        self.sackmask = 0
         self.src = ep.address
         self.port = cfg.port
         self._req_const = (0, 0)
         self._set_req_const()
+        # hooks the classes actually implement (the base ones are no-ops)
+        cc, sel = self.cc, self.sel
+        self._cc_on_send = _overrides(cc, CongestionControl, "on_send")
+        self._cc_on_ack = _overrides(cc, CongestionControl, "on_ack")
+        self._cc_on_ce = _overrides(cc, CongestionControl, "on_ce")
+        self._cc_on_rtt = _overrides(cc, CongestionControl, "on_rtt_sample")
+        self._sel_on_ack = _overrides(sel, EntropySelector, "on_ack")
+        self._fixed_window = isinstance(cc, FixedWindow) and not _overrides(cc, FixedWindow,
+                                                                            "can_send")
+        self._metas: dict[int, DatagramMeta] = {}  # entropy -> metadata of data packets
+        self._seeds: dict[int, int] = {}  # (entropy << 32 | UDP length) -> CRC seed
 
     # --- header templates -----------------------------------------------------------------
     def _set_req_const(self) -> None:
@@ -325,10 +431,13 @@ class Initiator:
     def _rto(self) -> float:
         cfg = self.cfg
         if cfg.rto_adaptive and self.srtt > 0:
-            r = max(cfg.rto_min, self.srtt + 4 * self.rttvar)
+            r = self.srtt + 4 * self.rttvar
+            if r < cfg.rto_min:
+                r = cfg.rto_min
         else:
             r = cfg.rto_initial
-        return min(r * self.backoff, cfg.rto_max)
+        r *= self.backoff
+        return r if r < cfg.rto_max else cfg.rto_max
 
     def _pto(self) -> float:
         cfg = self.cfg
@@ -338,31 +447,35 @@ class Initiator:
             return max(cfg.tlp_min, 2 * self.srtt)
         return cfg.rto_initial
 
-    def _oldest_inflight(self) -> tuple | None:
+    def _oldest_inflight(self) -> _Rec | None:
+        """The in-flight record sent longest ago (stale ``sent_q`` entries are dropped)."""
         q = self.sent_q
-        recs = self.recs
         while q:
-            e = q[0]
-            r = recs.get(e[1])
-            if r is None or r.xmits != e[2] or r.state != INFLIGHT:
+            seq, r = q[0]
+            if r.seq != seq or r.state != INFLIGHT:
                 q.popleft()
                 continue
-            return e
+            return r
         return None
 
     def deadline(self) -> float:
-        t = INF
-        if self.delayed:
-            t = self.delayed[0][0]
+        t = self.delayed[0][0] if self.delayed else INF
         if self.recs:
             if self.rack_at < t:
                 t = self.rack_at
-            e = self._oldest_inflight()
-            rto = self._rto()
-            at = (e[3] if e is not None else self.last_progress) + rto
+            q = self.sent_q
+            while q:  # _oldest_inflight(), inlined
+                seq, r = q[0]
+                if r.seq != seq or r.state != INFLIGHT:
+                    q.popleft()
+                    continue
+                break
+            else:
+                r = None
+            at = (r.sent if r is not None else self.last_progress) + self._rto()
             if at < t:
                 t = at
-            if not self.tlp_pending and self.tlp_count < self.cfg.max_tail_loss_retx and e is not None:
+            if not self.tlp_pending and r is not None and self.tlp_count < self.cfg.max_tail_loss_retx:
                 at = self.last_tx + self._pto()
                 if at < t:
                     t = at
@@ -384,11 +497,11 @@ class Initiator:
         if self.rack_at <= now:
             self.rack_at = INF
             self._detect_loss(now)
-        e = self._oldest_inflight()
+        r = self._oldest_inflight()
         rto = self._rto()
-        if (e[3] if e is not None else self.last_progress) + rto <= now:
+        if (r.sent if r is not None else self.last_progress) + rto <= now:
             self._on_rto(now, rto)
-        elif (e is not None and not self.tlp_pending and self.tlp_count < self.cfg.max_tail_loss_retx
+        elif (r is not None and not self.tlp_pending and self.tlp_count < self.cfg.max_tail_loss_retx
               and self.last_tx + self._pto() <= now):
             self._on_tlp(now)
 
@@ -401,11 +514,10 @@ class Initiator:
             return
         marked = 0
         recs = self.recs
-        for e in list(self.sent_q):
-            r = recs.get(e[1])
-            if r is None or r.xmits != e[2] or r.state != INFLIGHT:
+        for seq, r in list(self.sent_q):
+            if r.seq != seq or r.state != INFLIGHT:
                 continue
-            if e[3] + rto <= now:
+            if r.sent + rto <= now:
                 self._mark_lost(r, now)
                 marked += 1
             else:
@@ -431,9 +543,8 @@ class Initiator:
     def _on_tlp(self, now: float) -> None:
         # I9: ACK_REQ for the newest outstanding PSN
         newest = None
-        for e in reversed(self.sent_q):
-            r = self.recs.get(e[1])
-            if r is not None and r.xmits == e[2] and r.state == INFLIGHT:
+        for seq, r in reversed(self.sent_q):
+            if r.seq == seq and r.state == INFLIGHT:
                 newest = r
                 break
         self.tlp_pending = True
@@ -458,18 +569,16 @@ class Initiator:
 
     def _detect_loss(self, now: float) -> None:
         q = self.sent_q
-        recs = self.recs
-        thr = (self.rtt_hi if self.rtt_hi > self.rack_rtt else self.rack_rtt) + self._reo_wnd()
+        thr = max(self.rtt_hi, self.rtt_prev, self.rack_rtt) + self._reo_wnd()
         rseq = self.rack_seq
         while q:
-            e = q[0]
-            r = recs.get(e[1])
-            if r is None or r.xmits != e[2] or r.state != INFLIGHT:
+            seq, r = q[0]
+            if r.seq != seq or r.state != INFLIGHT:
                 q.popleft()
                 continue
-            if e[0] >= rseq:
+            if seq >= rseq:
                 break
-            dl = e[3] + thr
+            dl = r.sent + thr
             if dl > now:
                 self.rack_at = dl
                 return
@@ -487,9 +596,12 @@ class Initiator:
                 if self.cfg.reorder_window * self.reo_steps < self.cfg.reorder_window_max:
                     self.reo_steps += 1
                 return
-        if rtt >= self.rtt_hi or now - self.rtt_hi_t > 4 * self.srtt:
+        if now - self.rtt_hi_t > 4 * self.srtt:
+            self.rtt_prev = self.rtt_hi
             self.rtt_hi = rtt
             self.rtt_hi_t = now
+        elif rtt > self.rtt_hi:
+            self.rtt_hi = rtt
         if r.seq > self.rack_seq:
             self.rack_seq = r.seq
             self.rack_rtt = rtt
@@ -505,7 +617,8 @@ class Initiator:
         else:
             self.rttvar += 0.25 * (abs(self.srtt - rtt) - self.rttvar)
             self.srtt += 0.125 * (rtt - self.srtt)
-        self.cc.on_rtt_sample(now, rtt)
+        if self._cc_on_rtt:
+            self.cc.on_rtt_sample(now, rtt)
 
     # --- sending --------------------------------------------------------------------------
     def fill(self, now: float, out: list) -> None:
@@ -529,31 +642,7 @@ class Initiator:
             out.append(self._transmit(r, now, True))
         queue = self.queue
         if queue:
-            cfg = self.cfg
-            mtu = cfg.mtu
-            tx_range = cfg.tx_range
-            while queue:
-                psn = self.next_psn
-                if (pdiff(psn, self.base) >= tx_range or pdiff(psn, self.base - 1) > self.peer_range
-                        or (not self.established and pdiff(psn, self.start_psn) >= cfg.syn_psn_range)):
-                    return
-                msg = queue[0]
-                off = msg.next_off
-                ln = msg.length - off
-                if ln > mtu:
-                    ln = mtu
-                if not cc.can_send(self.inflight, ln):
-                    return
-                eom = off + ln >= msg.length
-                r = _Rec(psn, msg, off, ln, eom)
-                msg.next_off = off + ln
-                msg.unacked += 1
-                if eom:
-                    queue.popleft()
-                    msg.all_queued = True
-                recs[psn] = r
-                self.next_psn = (psn + 1) & M32
-                out.append(self._transmit(r, now, False))
+            self._fill_new(now, out)
         if self.close_wanted and self.close_psn is None and not self.recs and not self.queue:
             psn = self.next_psn
             self.next_psn = (psn + 1) & M32
@@ -562,48 +651,165 @@ class Initiator:
             self.close_psn = psn
             out.append(self._transmit(r, now, False))
 
+    def _fill_new(self, now: float, out: list) -> None:
+        """New requests while the windows allow (I4, C.1, C.2): :meth:`_transmit` inlined for the
+        first transmission of each PSN (the hot path of a bulk transfer)."""
+        cfg = self.cfg
+        queue = self.queue
+        psn = self.next_psn
+        base = self.base
+        established = self.established
+        start = self.start_psn
+        # the PSNs the windows allow, counted once: each packet moves every distance by one
+        room = cfg.tx_range - (((psn - base + H32) & M32) - H32)
+        k = self.peer_range - (((psn - base + 1 + H32) & M32) - H32) + 1
+        if k < room:
+            room = k
+        if not established:
+            k = cfg.syn_psn_range - (((psn - start + H32) & M32) - H32)
+            if k < room:
+                room = k
+        if room <= 0:
+            return
+        cc = self.cc
+        can_send = cc.can_send
+        on_send = cc.on_send if self._cc_on_send else None
+        # FixedWindow's can_send, inlined (nothing in this loop can change its window)
+        cwnd = cc.window_bytes if self._fixed_window and on_send is None else None
+        recs = self.recs
+        mtu = cfg.mtu
+        sel_next = self.sel.next
+        sq_append = self.sent_q.append
+        append = out.append
+        seeds = self._seeds
+        metas = self._metas
+        src, peer, port = self.src, self.peer, self.port
+        const = self._req_const[0 if established else 1]
+        pack_mid = _PACK_MID[0 if established else 1].pack
+        ar_all = cfg.ack_per_packet
+        inflight = self.inflight
+        seq = self.seq
+        first = psn
+        clr = ((base - 1 - psn + H32) & M32) - H32 + 1  # I3: CLEAR_PSN offset, before the -1 below
+        while queue and room:
+            msg = queue[0]
+            off = msg.next_off
+            ln = msg.length - off
+            eom = ln <= mtu
+            if not eom:
+                ln = mtu
+            if cwnd is not None:
+                if inflight and inflight + ln > cwnd:
+                    break
+            elif not can_send(inflight, ln):
+                break
+            msg.next_off = off + ln
+            msg.unacked += 1
+            if eom:
+                queue.popleft()
+                msg.all_queued = True
+            # _transmit(r, now, False), inlined
+            seq += 1
+            ev_ = sel_next(now)
+            r = recs[psn] = _Rec(psn, msg, off, ln, eom, -1, 0, seq, now, 1, ev_)
+            sq_append((seq, r))
+            inflight += ln
+            if on_send is not None:
+                on_send(now, ln, False)
+            clr -= 1  # base - 1 - psn: -1 or less, so only the lower clamp can apply (I3)
+            c = clr if clr > -32768 else -32768
+            if off and msg.nh == 3:
+                kk = msg.pk
+                if kk is None or kk[0] != const:
+                    kk = msg.pk = (const, _PACK_MID[0 if established else 1].consts(
+                        const, msg.ses_mid_const()))
+                hl = _REQ_STD
+                if established:
+                    head = pack_mid(kk[1], eom or ar_all, c, psn, eom, ln, off)
+                else:
+                    head = pack_mid(kk[1], eom or ar_all, c, psn, (psn - start) & 0xFFF, eom, ln,
+                                    off)
+            else:
+                v = const | (psn << _RQ_PSN) | ((c & 0xFFFF) << _RQ_CLR)
+                if not established:
+                    v |= ((psn - start) & 0xFFF) << _RQ_PSNOFF
+                if eom or ar_all:
+                    v |= 1 << _RQ_AR
+                ssize = msg.ses_size
+                if msg.nh != 3:
+                    v ^= (3 ^ msg.nh) << _RQ_NH
+                hl = _REQ_SIZE + ssize
+                head = ((v << (ssize * 8)) | msg.ses_int(off, ln, eom)).to_bytes(hl, "big")
+            k = (ev_ << 32) | (hl + ln + 12)
+            crc = seeds.get(k)
+            if crc is None:
+                crc = seeds[k] = crc_seed(src, peer, ev_, port, hl + ln + 12)
+            meta = metas.get(ev_)
+            if meta is None:
+                meta = metas[ev_] = DatagramMeta(src, peer, ev_, port, ECT0, 0)
+            if ln:
+                pkt = b"".join((head, msg.view[off:off + ln]))
+            else:
+                pkt = head
+            append((pkt + _crc32c(pkt, crc).to_bytes(4, "big"), meta))
+            psn = (psn + 1) & M32
+            room -= 1
+        if psn != first:
+            self.next_psn = psn
+            self.inflight = inflight
+            self.seq = seq
+            self.last_tx = now
+            if self.last_progress == 0.0:
+                self.last_progress = now
+
     def _transmit(self, r: _Rec, now: float, retx: bool) -> tuple:
-        ep = self.ep
-        self.seq += 1
-        r.seq = self.seq
+        self.seq = seq = self.seq + 1
+        r.seq = seq
         r.xmits += 1
         r.sent = now
         r.state = INFLIGHT
-        self.inflight += r.ln
-        self.sent_q.append((self.seq, r.psn, r.xmits, now))
+        ln = r.ln
+        self.inflight += ln
+        psn = r.psn
+        self.sent_q.append((seq, r))
         self.last_tx = now
         if self.last_progress == 0.0:
             self.last_progress = now
         ev_ = self.sel.next(now)
         r.ev = ev_
         if retx:
-            ep.stats["retransmissions"] += 1
-        self.cc.on_send(now, r.ln, retx)
+            self.ep.stats["retransmissions"] += 1
+        if self._cc_on_send:
+            self.cc.on_send(now, ln, retx)
         if r.ctl >= 0:
-            return self._control(r.ctl, r.psn, r.payload, retx, True, ev_)
-        psn = r.psn
-        syn = 0 if self.established else 1
-        lay = _REQ_L[syn]
-        sh = lay.shift
-        v = self._req_const[syn] | (psn << sh["psn"]) | (
-            (_clamp16(pdiff(self.base - 1, psn)) & 0xFFFF) << sh["clear_psn_offset"])
+            return self._control(r.ctl, psn, r.payload, retx, True, ev_)
+        if self.established:
+            v = self._req_const[0] | (psn << _RQ_PSN)
+        else:
+            v = (self._req_const[1] | (psn << _RQ_PSN)
+                 | (((psn - self.start_psn) & 0xFFF) << _RQ_PSNOFF))
+        c = ((self.base - 1 - psn + H32) & M32) - H32  # I3, clamped to 16 bits
+        v |= ((-32768 if c < -32768 else (c if c < 32767 else 32767)) & 0xFFFF) << _RQ_CLR
         if r.eom or retx or self.cfg.ack_per_packet:
-            v |= 1 << sh["ar"]
+            v |= 1 << _RQ_AR
         if retx:
-            v |= 1 << sh["retx"]
-        if syn:
-            v |= ((psn - self.start_psn) & 0xFFF) << sh["psn_offset"]
+            v |= 1 << _RQ_RETX
         msg = r.msg
-        ses = msg.ses_header(r.off, r.ln, r.eom)
+        ssize = msg.ses_size
         if msg.nh != 3:
-            v ^= (3 ^ msg.nh) << sh["next_hdr"]
-        pds = v.to_bytes(12, "big")
-        payload = msg.view[r.off:r.off + r.ln]
-        meta = DatagramMeta(self.src, self.peer, ev_, self.port, ECT0, 0)
-        n = 12 + len(ses) + r.ln
-        crc = crc_seed(self.src, self.peer, ev_, self.port, 8 + n + TRAILER)
-        crc = _crc32c(payload, _crc32c(pds + ses, crc))
-        return (b"".join((pds, ses, payload, crc.to_bytes(4, "big"))), meta)
+            v ^= (3 ^ msg.nh) << _RQ_NH
+        hl = _REQ_SIZE + ssize
+        head = ((v << (ssize * 8)) | msg.ses_int(r.off, ln, r.eom)).to_bytes(hl, "big")
+        payload = msg.view[r.off:r.off + ln]
+        k = (ev_ << 32) | (hl + ln + 12)
+        crc = self._seeds.get(k)
+        if crc is None:
+            crc = self._seeds[k] = crc_seed(self.src, self.peer, ev_, self.port, hl + ln + 12)
+        meta = self._metas.get(ev_)
+        if meta is None:
+            meta = self._metas[ev_] = DatagramMeta(self.src, self.peer, ev_, self.port, ECT0, 0)
+        crc = _crc32c(payload, _crc32c(head, crc)) if ln else _crc32c(head, crc)
+        return (b"".join((head, payload, crc.to_bytes(4, "big"))), meta)
 
     def _control(self, ctl: int, psn: int, payload: int, retx: bool, ar: bool,
                  ev_: int | None = None) -> tuple:
@@ -620,38 +826,41 @@ class Initiator:
         return (seal((_CTL.encode(f),), meta), meta)
 
     # --- receiving ------------------------------------------------------------------------
-    def on_ack(self, f: dict, data: bytes, off: int, meta: DatagramMeta, now: float) -> None:
+    def on_ack(self, cack: int, ack_off: int | None, spdcid: int, mpr: int | None, nh: int,
+               bm: int, soff: int, m: int, req: int, hdr: Any, data: bytes, off: int,
+               meta: DatagramMeta, now: float) -> None:
+        """One ACK (B.7-B.9) for this PDC, as the header fields the sender uses: ``ack_off`` is
+        None for a probe ACK (P = 1), ``mpr`` None for a plain ACK. ``hdr`` is the decoded header
+        or a (codec, bytes, end) triple that decodes it, for a congestion control that reads it;
+        ``data[off:]`` is what follows the header (a SES response when ``nh`` is 4)."""
         ep = self.ep
-        cack = f["cack_psn"]
         # I11: a CACK beyond what was sent, or far behind the base, is bogus
-        if pdiff(cack, self.next_psn) >= 0 or pdiff(cack, self.base - 1) < -self.cfg.tx_range - 65536:
+        if ((((cack - self.next_psn + H32) & M32) - H32) >= 0
+                or (((cack - self.base + 1 + H32) & M32) - H32) < -self.cfg.tx_range - 65536):
             ep.stats["bad_ack"] += 1
             return
         if not self.established:
             # I2 / C.1
             self.established = True
-            self.peer_pdcid = f["spdcid"]
+            self.peer_pdcid = spdcid
             self._set_req_const()
             ep._events.append(ev.PdcEstablished(self.pdcid, self.peer_pdcid, self.peer,
                                                 "initiator", self.mode))
-        elif f["spdcid"] != self.peer_pdcid:
+        elif spdcid != self.peer_pdcid:
             ep.stats["bad_ack"] += 1
             return
         recs = self.recs
         progress = False
         acked_bytes = 0
-        p = f["p"]
         ack_rec = None
-        if not p:
-            ack_psn = (cack + f["ack_psn_offset"]) & M32
-            ack_rec = recs.get(ack_psn)
+        if ack_off is not None:
+            ack_rec = recs.get((cack + ack_off) & M32)
             if ack_rec is not None and ack_rec.xmits == 1 and ack_rec.state != LOST and ack_rec.ctl < 0:
                 self._rtt_sample(now - ack_rec.sent, now)
-        if "mpr" in f:
-            mpr = f["mpr"]
-            self.peer_range = max(1, mpr) * 128
+        if mpr is not None:
+            self.peer_range = (mpr if mpr > 1 else 1) * 128
         # SES response carried by the ACK (W5): fail the message it names
-        if f.get("next_hdr") == 4:
+        if nh == 4:
             try:
                 rsp, _ = _RSP.decode(data, off)
                 rc = rsp["return_code"]
@@ -666,72 +875,120 @@ class Initiator:
                                                            f"SES return code 0x{rc:02X}"))
             except Exception:
                 ep.stats["malformed"] += 1
-        # CACK (I6)
+        # CACK (I6) and SACK (C.4), with the RACK update of _delivered inlined (the RACK state
+        # and the in-flight count live in locals until the end of the two loops)
         base = self.base
-        if pdiff(cack, base) >= 0:
+        min_rtt = self.min_rtt
+        spurious = 0.75 * min_rtt if min_rtt < INF else -1.0
+        srtt4 = 4 * self.srtt
+        inflight = self.inflight
+        rtt_hi, rtt_hi_t = self.rtt_hi, self.rtt_hi_t
+        rack_seq, rack_rtt = self.rack_seq, self.rack_rtt
+        if (((cack - base + H32) & M32) - H32) >= 0:
             while True:
                 r = recs.pop(base, None)
                 if r is not None:
-                    if r.state == INFLIGHT:
-                        self.inflight -= r.ln
+                    st = r.state
+                    r.state = ACKED
+                    if st != SACKED:
+                        if st == INFLIGHT:
+                            inflight -= r.ln
                         acked_bytes += r.ln
-                        self._delivered(r, now)
-                    elif r.state == LOST:
-                        acked_bytes += r.ln
-                        self._delivered(r, now)
+                        rtt = now - r.sent
+                        if r.xmits > 1 and rtt < spurious:
+                            self._delivered(r, now)  # the spurious case (I7)
+                        else:
+                            if now - rtt_hi_t > srtt4:
+                                self.rtt_prev = rtt_hi
+                                rtt_hi = rtt
+                                rtt_hi_t = now
+                            elif rtt > rtt_hi:
+                                rtt_hi = rtt
+                            if r.seq > rack_seq:
+                                rack_seq = r.seq
+                                rack_rtt = rtt
                     msg = r.msg
                     if msg is not None:
                         msg.unacked -= 1
                         if msg.unacked == 0 and msg.all_queued:
                             ep._message_done(self, msg)
                     elif r.ctl == CTL_CLOSE:
+                        self.inflight = inflight
+                        self.rtt_hi, self.rtt_hi_t = rtt_hi, rtt_hi_t
+                        self.rack_seq, self.rack_rtt = rack_seq, rack_rtt
                         ep._closed_initiator(self)
                         return
                 if base == cack:
                     break
                 base = (base + 1) & M32
-            self.base = (cack + 1) & M32
+            if self.sackmask:
+                self.sackmask >>= (cack + 1 - self.base) & M32
+            self.base = base = (cack + 1) & M32
             progress = True
-        # SACK (C.4)
-        bm = f.get("sack_bitmap", 0)
+        # SACK: the bits of PSNs in [base, next PSN) not yet known SACKED (the others name no
+        # record or a SACKED one: nothing to do for them)
         if bm:
-            sbase = (cack + f["sack_psn_offset"]) & M32
+            sbase = (cack + soff) & M32
             lb, lbm = self.last_sack
             if lb == sbase:
                 new = bm & ~lbm
             else:
                 new = bm
             self.last_sack = (sbase, bm)
-            d0 = pdiff(self.base, sbase)
+            span = (self.next_psn - base) & M32
+            d0 = (((base - sbase + H32) & M32) - H32)
             if d0 > 0:
-                new &= ~((1 << min(d0, 64)) - 1) if d0 < 64 else 0
+                new >>= d0  # drop the bits below the base; bit k is now PSN base + k
+            elif -d0 < span:
+                new <<= -d0
+            else:
+                new = 0
+            sackmask = self.sackmask
+            new &= ((1 << span) - 1) & ~sackmask
             while new:
                 low = new & -new
-                i = low.bit_length() - 1
                 new ^= low
-                r = recs.get((sbase + i) & M32)
+                r = recs.get((base + low.bit_length() - 1) & M32)
                 if r is not None and r.state != SACKED:
                     if r.state == INFLIGHT:
-                        self.inflight -= r.ln
+                        inflight -= r.ln
                     r.state = SACKED
+                    sackmask |= low
                     acked_bytes += r.ln
-                    self._delivered(r, now)
+                    rtt = now - r.sent
+                    if r.xmits > 1 and rtt < spurious:
+                        self._delivered(r, now)  # the spurious case (I7)
+                    else:
+                        if now - rtt_hi_t > srtt4:
+                            self.rtt_prev = rtt_hi
+                            rtt_hi = rtt
+                            rtt_hi_t = now
+                        elif rtt > rtt_hi:
+                            rtt_hi = rtt
+                        if r.seq > rack_seq:
+                            rack_seq = r.seq
+                            rack_rtt = rtt
                     progress = True
+            self.sackmask = sackmask
+        self.inflight = inflight
+        self.rtt_hi, self.rtt_hi_t = rtt_hi, rtt_hi_t
+        self.rack_seq, self.rack_rtt = rack_seq, rack_rtt
         if progress:
             self.rto_count = 0
             self.backoff = 1
             self.tlp_count = 0
             self.tlp_pending = False
             self.last_progress = now
-        if ack_rec is not None and ack_rec.state == SACKED:
-            pass
-        if f["m"]:
+        if m and self._cc_on_ce:
             self.cc.on_ce(now, acked_bytes)
-        self.cc.on_ack(now, acked_bytes, self.inflight, f)
-        self.sel.on_ack(meta.dport, bool(f["m"]), now)
+        if self._cc_on_ack:
+            if type(hdr) is tuple:
+                hdr = hdr[0].decode(hdr[1][:hdr[2]])[0]
+            self.cc.on_ack(now, acked_bytes, self.inflight, hdr)
+        if self._sel_on_ack:
+            self.sel.on_ack(meta.dport, bool(m), now)
         if self.rack_seq:
             self._detect_loss(now)
-        req = f["req"]
         if req == 1:
             self.ctl_q.append((CTL_CLEAR, 0, (self.base - 1) & M32, False))
         elif req == 2:
@@ -784,6 +1041,7 @@ class Initiator:
         self.base = (self.base + delta) & M32
         self.next_psn = (self.next_psn + delta) & M32
         self.recs = {}
+        self.sackmask = 0
         self.sent_q.clear()
         self.retx_q.clear()
         self.delayed = []
@@ -825,6 +1083,7 @@ class Target:
         self.start_psn = start_psn
         self.key = key
         self.win = native.PsnWindow(start_psn, ep.config.rx_window)
+        self.cack = self.win.cack  # mirror of win.cack, refreshed after every win.set
         self.size = ep.config.rx_window
         self.bytes_since_ack = 0
         self.pending_ar: int | None = None
@@ -838,6 +1097,22 @@ class Target:
         self.clear_psn = (start_psn - 1) & M32
         self.close_psn: int | None = None
         self.last_rx = 0.0
+        # the constant part of this PDC's ACKs (A2): type, PDC ids, MPR, cc_type 0
+        # (None when the configuration does not fit the fields: the general encoder says so)
+        cfg = ep.config
+        try:
+            if cfg.ack_type == "ack":
+                self.ack_const = _ACK_VAR.encode_int({"type": ACK, "spdcid": pdcid,
+                                                      "dpdcid": peer_pdcid})
+            else:
+                self.ack_const = _ACKCC_VAR.encode_int({"type": ACK_CC, "spdcid": pdcid,
+                                                        "dpdcid": peer_pdcid, "mpr": cfg.mpr})
+        except ValueError:
+            self.ack_const = None
+
+    def set_psn(self, psn: int) -> None:
+        self.win.set(psn)
+        self.cack = self.win.cack
 
 
 class _Tomb:
@@ -862,11 +1137,15 @@ class Endpoint:
         self.address = address
         self.config = config or PdsConfig()
         self.rng = random.Random(self.config.seed if seed is None else seed)
-        self.stats: Counter = Counter()
+        self._stats: Counter = Counter()
+        self._n_rx = 0  # per-packet counters, folded into ``stats`` when it is read
+        self._n_acks = 0
         self.nacks_sent: Counter = Counter()
         self.nacks_rcvd: Counter = Counter()
         self.last_error: BaseException | None = None
         self._pdcs: dict[int, Initiator | Target] = {}
+        self._inits: dict[int, Initiator] = {}  # the initiator PDCs of _pdcs
+        self._tgts: dict[int, Target] = {}  # the target PDCs of _pdcs
         self._init_by_key: dict[tuple, Initiator] = {}
         self._tgt_by_key: dict[tuple, Target] = {}
         self._tombs: dict[int, _Tomb] = {}
@@ -875,9 +1154,31 @@ class Endpoint:
         self._events: deque = deque()
         self._handles = 0
         self._now = 0.0
+        self._reply_meta: dict[tuple, DatagramMeta] = {}
+        # get_timer's value, valid while _timer_dirty is False: everything that can move a
+        # deadline (initiator state, tombs) sets it; a target accepting a request does not
+        self._timer: float | None = None
+        self._timer_dirty = True
         self.ses = MessageLayer(self)
 
     # --- public API -----------------------------------------------------------------------
+    @property
+    def stats(self) -> Counter:
+        """Counters of what happened (``rx_datagrams``, ``bad_crc``, ``retransmissions``, ...)."""
+        s = self._stats
+        if self._n_rx:
+            s["rx_datagrams"] += self._n_rx
+            self._n_rx = 0
+        if self._n_acks:
+            s["acks_tx"] += self._n_acks
+            self._n_acks = 0
+        return s
+
+    @stats.setter
+    def stats(self, value: Counter) -> None:
+        self._n_rx = self._n_acks = 0
+        self._stats = value
+
     def send_message(self, dst: str, data: bytes, *, mode: str = "rud", job_id: int = 0,
                      pid_on_fep: int = 0, resource_index: int = 0, tc: int = 0) -> int:
         """Queue one message (SES SEND) to ``dst``; returns a handle named by the SendComplete or
@@ -885,6 +1186,7 @@ class Endpoint:
         first use. Raises RuntimeError when the PDC limit is reached."""
         if mode not in ("rud", "rod"):
             raise ValueError("mode must be 'rud' or 'rod'")
+        self._timer_dirty = True
         key = (mode, job_id, self.address, dst, tc)
         pdc = self._init_by_key.get(key)
         if pdc is None:
@@ -893,6 +1195,7 @@ class Endpoint:
                 raise RuntimeError("PDC limit reached")
             pdc = Initiator(self, pdcid, dst, mode, key)
             self._pdcs[pdcid] = pdc
+            self._inits[pdcid] = pdc
             self._init_by_key[key] = pdc
         self._handles += 1
         msg = OutMessage(self._handles, bytes(data) if not isinstance(data, bytes) else data,
@@ -903,6 +1206,7 @@ class Endpoint:
     def close(self, dst: str | None = None, *, pdcid: int | None = None) -> None:
         """Close initiator PDCs (to ``dst``, or the one ``pdcid``) once everything is acknowledged
         (C.7); a PdcClosed event follows."""
+        self._timer_dirty = True
         for p in list(self._pdcs.values()):
             if isinstance(p, Initiator) and (pdcid is None or p.pdcid == pdcid) and (
                     dst is None or p.peer == dst):
@@ -925,33 +1229,45 @@ class Endpoint:
         return self._events.popleft() if self._events else None
 
     def datagrams_to_send(self, now: float) -> list[tuple[bytes, DatagramMeta]]:
+        """The datagrams to put on the wire now. The metadata objects may be shared between
+        datagrams (one per entropy value or reply direction): treat them as read-only."""
         self._now = now
         out = self._out
         self._out = []
-        for p in list(self._pdcs.values()):
-            if p.role == "initiator" and not p.closed:
-                p.fill(now, out)
-        self.stats["tx_datagrams"] += len(out)
+        if self._inits:
+            self._timer_dirty = True
+            for p in tuple(self._inits.values()):
+                if not p.closed:
+                    p.fill(now, out)
+        if out:
+            self._stats["tx_datagrams"] += len(out)
         return out
 
     def get_timer(self) -> float | None:
+        """The earliest deadline of the endpoint's timers (None: none). The value is kept
+        until something that can move a deadline happens (an initiator or a PDC close is
+        touched), so calling this after every datagram costs next to nothing on a target."""
+        if not self._timer_dirty:
+            return self._timer
         t = INF
-        for p in self._pdcs.values():
-            if p.role == "initiator":
-                d = p.deadline()
-                if d < t:
-                    t = d
+        for p in self._inits.values():
+            d = p.deadline()
+            if d < t:
+                t = d
         if self._tombs:
             first = next(iter(self._tombs.values()))
             if first.expire < t:
                 t = first.expire
-        return None if t == INF else t
+        self._timer = r = None if t == INF else t
+        self._timer_dirty = False
+        return r
 
     def handle_timer(self, now: float) -> None:
         self._now = now
+        self._timer_dirty = True
         try:
-            for p in list(self._pdcs.values()):
-                if p.role == "initiator" and not p.closed and p.deadline() <= now:
+            for p in tuple(self._inits.values()):
+                if not p.closed and p.deadline() <= now:
                     p.on_timer(now)
             self._purge_tombs(now)
         except Exception as exc:  # pragma: no cover - a bug, counted, never raised to the caller
@@ -961,37 +1277,180 @@ class Endpoint:
     # --- receive --------------------------------------------------------------------------
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float) -> None:
         self._now = now
-        self.stats["rx_datagrams"] += 1
+        self._n_rx += 1
         try:
-            self._receive(data, meta, now)
+            if type(data) is not bytes:
+                data = bytes(data)
+            n = len(data)
+            if n < _ACKCC_SIZE + TRAILER or meta.dscp == DSCP_TRIMMED:
+                self._timer_dirty = True
+                self._receive(data, meta, now)  # R1, runts: the general way
+                return
+            # R2: the trailer (the CRC of everything before it, seeded with the 5-tuple context)
+            end = n - TRAILER
+            seed = _SEEDS.get((meta.src, meta.dst, meta.sport, meta.dport, 8 + n))
+            if seed is None:
+                seed = crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 8 + n)
+            if _crc32c(data[:end], seed) != _INT_FROM(data[end:], "big"):
+                self._stats["bad_crc"] += 1
+                return
+            ptype = data[0] >> 3
+            if (ptype == RUD_REQ or ptype == ROD_REQ) and end >= _HOT_MIN:
+                # Hot path: no SYN, a SEND standard header, a new PSN inside the window of an
+                # established PDC (T4-T6, W1-W4), a message already in reassembly (W5), then A1.
+                # Anything else, or any check that fails, goes the general way before state
+                # changes (_on_request: the same result).
+                (nh, retx, ar, syn, clr, psn, spdcid, dpdcid, op, som, mid, pl, mo,
+                 rl) = _read_req_std(data)
+                t = self._tgts.get(dpdcid)
+                if (t is not None and not syn and nh == 3 and op == SEND
+                        and t.peer_pdcid == spdcid and t.peer == meta.src
+                        and t.rod == (ptype == ROD_REQ) and t.close_psn is None):
+                    cack = t.cack
+                    d = ((psn - cack + H32) & M32) - H32
+                    rest = end - _REQ_STD
+                    if som:
+                        mo = 0
+                        pl = rest
+                    rx = t.rx_msgs.get(mid)
+                    cfg = self.config
+                    if (0 < d <= t.size and pl == rest and rx is not None and rx.length == rl
+                            and mo + pl <= rl and rl <= cfg.max_message_bytes
+                            and (d == 1 or not ((t.rod and not cfg.rod_buffer)
+                                                or t.win.test(psn)))):
+                        self._accept(t, data, end, psn, d, retx, ar, clr, rx, mo, rest, meta,
+                                     now, cfg)
+                        return  # (nothing here can move a timer)
+                self._timer_dirty = True
+                self._on_request(data, end, ptype, meta, now)
+            elif ptype == ACK_CC:
+                self._timer_dirty = True
+                nh, m, p, req, aoff, cack, spdcid, dpdcid, mpr, soff, bm = _read_ackcc(data)
+                ini = self._inits.get(dpdcid)
+                if ini is None:
+                    self._stats["stale_ack"] += 1
+                    return
+                ini.on_ack(cack, None if p else aoff, spdcid, mpr, nh, bm, soff, m, req,
+                           (_ACK_CC, data, end), data[:end] if nh == 4 else b"", _ACKCC_SIZE,
+                           meta, now)
+            else:
+                self._timer_dirty = True
+                self._dispatch(data, end, ptype, meta, now)
         except (ValueError, IndexError, KeyError, OverflowError):
-            self.stats["malformed"] += 1
+            self._stats["malformed"] += 1
         except Exception as exc:  # principle 6: never escape; counted so tests can see it
-            self.stats["internal_error"] += 1
+            self._stats["internal_error"] += 1
             self.last_error = exc
 
+    def _accept(self, t: Target, data: bytes, end: int, psn: int, d: int, retx: int, ar: int,
+                clr: int, rx: Any, mo: int, rest: int, meta: DatagramMeta, now: float,
+                cfg: PdsConfig) -> None:
+        """W1 (a new PSN, admitted by the message layer), W4 and A1 for the hot path of
+        :meth:`receive_datagram`: what :meth:`_target_request` does for such a request."""
+        t.last_rx = now
+        win = t.win
+        win.set(psn)
+        plen = end - _REQ_SIZE
+        t.rcvd_bytes += plen
+        if d == 1:
+            t.cack = cack = win.cack  # (a PSN beyond CACK + 1 cannot move CACK)
+        else:
+            cack = t.cack
+            t.ooo_count += 1
+            late = t.late
+            if (((psn - t.sack_base + H32) & M32) - H32 < 0
+                    and (late is None or ((psn - late + H32) & M32) - H32 < 0)):
+                t.late = psn
+        if clr:
+            t.clear_psn = (psn + clr) & M32
+        # delivery (W4)
+        if t.rod:
+            self._rod_deliver(t, psn, (rx, mo, data[_REQ_STD:end], None), now)
+        else:
+            if cfg.packet_events:
+                self._events.append(ev.DataReceived(t.pdcid, psn, rx.mid, mo, rest))
+            if rest:
+                rx.got += rx.asm.place(mo, data[_REQ_STD:end])
+            if rx.got == rx.length:
+                self.ses.complete(t, rx)
+        # A1
+        add = cfg.ack_gen_min_pkt_add
+        t.bytes_since_ack = b = t.bytes_since_ack + (plen if plen > add else add)
+        ce = meta.ecn == CE
+        if ar or b >= cfg.ack_gen_trigger or (ce and cfg.ack_on_ecn) or cfg.ack_per_packet:
+            self._send_ack(t, meta, psn, retx, ce)
+            if ar and ((psn - cack + H32) & M32) - H32 > 0:
+                t.pending_ar = psn
+        elif t.pending_ar is not None and ((cack - t.pending_ar + H32) & M32) - H32 >= 0:
+            self._send_ack(t, meta, psn, retx, ce)
+        elif ar:
+            t.pending_ar = psn
+
+    def _rod_deliver(self, t: Target, psn: int, item: Any, now: float) -> None:
+        """W4, ROD: deliver ``item`` (None: nothing to hand up) in PSN order."""
+        if psn == t.next_deliver:
+            t.next_deliver = (psn + 1) & M32
+            ses = self.ses
+            if item is not None:
+                ses.deliver(t, item, psn, now)
+            buf = t.rod_buf
+            if buf:
+                nd = t.next_deliver
+                while nd in buf:
+                    it = buf.pop(nd)
+                    if it is not None:
+                        ses.deliver(t, it, nd, now)
+                    nd = (nd + 1) & M32
+                t.next_deliver = nd
+        else:
+            t.rod_buf[psn] = item
+
     def _receive(self, data: bytes, meta: DatagramMeta, now: float) -> None:
-        if not isinstance(data, bytes):
+        if type(data) is not bytes:
             data = bytes(data)
         n = len(data)
         if meta.dscp == DSCP_TRIMMED:  # R1
             self._on_trimmed(data, meta)
             return
-        if n < 4 + TRAILER or not trailer_ok(data, meta):  # R2
+        if n < 4 + TRAILER:
             self.stats["bad_crc" if n >= TRAILER else "malformed"] += 1
             return
+        # R2: the trailer (the CRC of everything before it, seeded with the 5-tuple context)
         end = n - TRAILER
-        ptype = data[0] >> 3
+        seed = _SEEDS.get((meta.src, meta.dst, meta.sport, meta.dport, 8 + n))
+        if seed is None:
+            seed = crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 8 + n)
+        if _crc32c(memoryview(data)[:end], seed) != _INT_FROM(data[end:], "big"):
+            self.stats["bad_crc"] += 1
+            return
+        self._dispatch(data, end, data[0] >> 3, meta, now)
+
+    def _dispatch(self, data: bytes, end: int, ptype: int, meta: DatagramMeta, now: float) -> None:
+        """By PDS type, after R1 and R2 (the general way for every type)."""
         if ptype in REQ_TYPES:
             self._on_request(data, end, ptype, meta, now)
-        elif ptype == ACK_CC or ptype == ACK or ptype == ACK_CCX:
-            codec = _ACK_CC if ptype == ACK_CC else (_ACK if ptype == ACK else _ACK_CCX)
-            f, size = codec.decode(data[:end])
-            p = self._pdcs.get(f["dpdcid"])
-            if p is None or p.role != "initiator":
+        elif ptype == ACK_CC:
+            if end < _ACKCC_SIZE:
+                _ACK_CC.decode(data[:end])  # raises TruncatedError: counted as malformed
+            nh, m, p, req, aoff, cack, spdcid, dpdcid, mpr, soff, bm = _read_ackcc(data)
+            ini = self._inits.get(dpdcid)
+            if ini is None:
                 self.stats["stale_ack"] += 1
                 return
-            p.on_ack(f, data[:end], size, meta, now)
+            ini.on_ack(cack, None if p else aoff, spdcid, mpr, nh, bm, soff, m, req,
+                       (_ACK_CC, data, end), data[:end] if nh == 4 else b"", _ACKCC_SIZE, meta,
+                       now)
+        elif ptype == ACK or ptype == ACK_CCX:
+            codec = _ACK if ptype == ACK else _ACK_CCX
+            f, size = codec.decode(data[:end])
+            ini = self._inits.get(f["dpdcid"])
+            if ini is None:
+                self.stats["stale_ack"] += 1
+                return
+            ini.on_ack(f["cack_psn"], None if f["p"] else f["ack_psn_offset"], f["spdcid"],
+                       f.get("mpr"), f["next_hdr"], f.get("sack_bitmap", 0),
+                       f.get("sack_psn_offset", 0), f["m"], f["req"], f, data[:end], size, meta,
+                       now)
         elif ptype == NACK or ptype == NACK_CCX:
             f, _ = (_NACK if ptype == NACK else _NACK_CCX).decode(data[:end])
             if f["nt"]:
@@ -1030,6 +1489,7 @@ class Endpoint:
                     return None
                 t = Target(self, pdcid, meta.src, meta.dst, spdcid, ptype_rod, start, key)
                 self._pdcs[pdcid] = t
+                self._tgts[pdcid] = t
                 self._tgt_by_key[key] = t
                 self._events.append(ev.PdcEstablished(pdcid, spdcid, meta.src, "target", t.mode))
             elif start != t.start_psn:  # T4
@@ -1097,35 +1557,19 @@ class Endpoint:
         if code > 0:
             self._send_nack(meta, code, psn, t.pdcid, t.peer_pdcid, f)
             return
-        win.set(psn)
+        t.set_psn(psn)
         plen = end - hoff
         t.rcvd_bytes += plen
         if d != 1:
             t.ooo_count += 1
             if pdiff(psn, t.sack_base) < 0 and (t.late is None or pdiff(psn, t.late) < 0):
                 t.late = psn
-        if not f["syn"]:
-            pass
         c = f["clear_psn_offset"]
         if c:
             t.clear_psn = (psn + c) & M32
         # delivery (W4)
         if t.rod:
-            if psn == t.next_deliver:
-                t.next_deliver = (psn + 1) & M32
-                if code == 0:
-                    self.ses.deliver(t, item, psn, now)
-                buf = t.rod_buf
-                if buf:
-                    nd = t.next_deliver
-                    while nd in buf:
-                        it = buf.pop(nd)
-                        if it is not None:
-                            self.ses.deliver(t, it, nd, now)
-                        nd = (nd + 1) & M32
-                    t.next_deliver = nd
-            else:
-                t.rod_buf[psn] = item if code == 0 else None
+            self._rod_deliver(t, psn, item if code == 0 else None, now)
         elif code == 0:
             self.ses.deliver(t, item, psn, now)
         # A1
@@ -1133,7 +1577,7 @@ class Endpoint:
         add = plen if plen > cfg.ack_gen_min_pkt_add else cfg.ack_gen_min_pkt_add
         t.bytes_since_ack += add
         ar = f["ar"]
-        newcack = win.cack
+        newcack = t.cack
         rsp = item if code < 0 else None
         if (ar or f["syn"] or rsp is not None or (ce and cfg.ack_on_ecn)
                 or t.bytes_since_ack >= cfg.ack_gen_trigger or cfg.ack_per_packet):
@@ -1147,16 +1591,27 @@ class Endpoint:
         if t.close_psn is not None and newcack == t.close_psn:
             self._close_target(t, now)
 
+    def _reply_to(self, meta: DatagramMeta) -> DatagramMeta:
+        """A4: the metadata of an ACK/NACK answering a datagram that came with ``meta``."""
+        k = (meta.src, meta.dst, meta.sport, meta.dport)
+        r = self._reply_meta.get(k)
+        if r is None:
+            r = DatagramMeta(meta.dst, meta.src, meta.dport, meta.sport, NOT_ECT, DSCP_CONTROL)
+            if len(self._reply_meta) >= 1 << 16:
+                self._reply_meta.clear()
+            self._reply_meta[k] = r
+        return r
+
     def _send_ack(self, t: Target, meta: DatagramMeta, psn: int, retx: bool, ce: bool,
                   rsp: Any = None, probe: int | None = None) -> None:
         cfg = self.config
         win = t.win
-        cack = win.cack
+        cack = t.cack
         sb = t.sack_base  # A3
         if pdiff(cack, sb) > 0:
             sb = cack
         hi = win.highest
-        while pdiff(hi, sb) > 63:
+        while (((hi - sb + H32) & M32) - H32) > 63:
             sb = (sb + 64) & M32
         t.sack_base = sb
         late = t.late
@@ -1167,22 +1622,43 @@ class Endpoint:
         t.bytes_since_ack = 0
         if t.pending_ar is not None and pdiff(cack, t.pending_ar) >= 0:
             t.pending_ar = None
+        aoff = ((psn - cack + H32) & M32) - H32
+        aoff = -32768 if aoff < -32768 else (aoff if aoff < 32767 else 32767)
+        plain = cfg.ack_type == "ack"
+        soff = ((sb - cack + H32) & M32) - H32
+        rmeta = self._reply_to(meta)
+        if (rsp is None and probe is None and t.ack_const is not None
+                and (plain or -32768 <= soff <= 32767)):
+            # the common ACK: per-PDC constant | the fields of this one
+            if plain:
+                v = (t.ack_const | (1 << _PA_M if ce else 0) | (1 << _PA_RETX if retx else 0)
+                     | ((aoff & 0xFFFF) << _PA_OFF) | (cack << _PA_CACK))
+                body = v.to_bytes(_ACK_VAR.size, "big")
+            else:
+                v = (t.ack_const | (1 << _AK_M if ce else 0) | (1 << _AK_RETX if retx else 0)
+                     | ((aoff & 0xFFFF) << _AK_OFF) | (cack << _AK_CACK)
+                     | ((soff & 0xFFFF) << _AK_SOFF) | (win.sack_word(sb) << _AK_BM)
+                     | ((t.rcvd_bytes & 0xFFFFFF) << _AK_RB) | ((t.ooo_count & 0xFFFF) << _AK_OOO))
+                body = v.to_bytes(_ACKCC_VAR.size, "big")
+            self._out.append((_seal1(body, rmeta), rmeta))
+            self._n_acks += 1
+            return
         f: dict[str, Any] = {"m": ce, "retx": retx, "cack_psn": cack, "spdcid": t.pdcid,
                              "dpdcid": t.peer_pdcid}
         if probe is not None:
             f["p"] = 1
             f["probe_opaque"] = probe
         else:
-            f["ack_psn_offset"] = _clamp16(pdiff(psn, cack))
+            f["ack_psn_offset"] = aoff
         if rsp is not None:
             f["next_hdr"] = 4
-        if cfg.ack_type == "ack":
+        if plain:
             f["type"] = ACK
             var = _ACK_P_VAR if probe is not None else _ACK_VAR
         else:
             f["type"] = ACK_CC
             f["mpr"] = cfg.mpr
-            f["sack_psn_offset"] = pdiff(sb, cack)
+            f["sack_psn_offset"] = soff
             f["sack_bitmap"] = win.sack_word(sb)
             f["rcvd_bytes"] = t.rcvd_bytes & 0xFFFFFF
             f["ooo_count"] = t.ooo_count & 0xFFFF
@@ -1191,16 +1667,15 @@ class Endpoint:
         if rsp is not None:
             rc, mid = rsp
             parts.append(_RSP.encode({"opcode": 1, "return_code": rc, "message_id": mid}))
-        rmeta = DatagramMeta(meta.dst, meta.src, meta.dport, meta.sport, NOT_ECT, DSCP_CONTROL)
         self._out.append((seal(parts, rmeta), rmeta))
-        self.stats["acks_tx"] += 1
+        self._n_acks += 1
 
     def _send_nack(self, meta: DatagramMeta, code: int, psn: int, spdcid: int, dpdcid: int,
                    f: dict | None = None, payload: int = 0) -> None:
         nf = {"type": NACK, "m": meta.ecn == CE, "retx": bool(f and f.get("retx")), "nt": False,
               "nack_code": code, "nack_psn": psn & M32, "spdcid": spdcid, "dpdcid": dpdcid,
               "payload": payload}
-        rmeta = DatagramMeta(meta.dst, meta.src, meta.dport, meta.sport, NOT_ECT, DSCP_CONTROL)
+        rmeta = self._reply_to(meta)
         self._out.append((seal((_NACK.encode(nf),), rmeta), rmeta))
         self.nacks_sent[nack_name(code)] += 1
 
@@ -1259,7 +1734,7 @@ class Endpoint:
                 self._send_nack(meta, N["PSN_OOR_WINDOW"], psn, t.pdcid, t.peer_pdcid, f)
                 return
             if d > 0:
-                win.set(psn)
+                t.set_psn(psn)
                 t.close_psn = psn
                 if t.rod and t.next_deliver == psn:
                     t.next_deliver = (psn + 1) & M32
@@ -1279,7 +1754,7 @@ class Endpoint:
         af = {"type": ACK_CC if self.config.ack_type != "ack" else ACK, "retx": bool(f.get("retx")),
               "ack_psn_offset": _clamp16(pdiff(psn, cack)), "cack_psn": cack, "spdcid": pdcid,
               "dpdcid": tomb.peer_pdcid, "mpr": self.config.mpr}
-        rmeta = DatagramMeta(meta.dst, meta.src, meta.dport, meta.sport, NOT_ECT, DSCP_CONTROL)
+        rmeta = self._reply_to(meta)
         codec = _ACK_CC if af["type"] == ACK_CC else _ACK
         self._out.append((seal((codec.encode(af),), rmeta), rmeta))
 
@@ -1296,6 +1771,7 @@ class Endpoint:
         return None
 
     def _tomb(self, pdcid: int, tomb: _Tomb) -> None:
+        self._timer_dirty = True
         self._tombs[pdcid] = tomb
         while len(self._tombs) > self.config.max_pdcs:
             del self._tombs[next(iter(self._tombs))]
@@ -1307,9 +1783,11 @@ class Endpoint:
             if tombs[k].expire > now:
                 break
             del tombs[k]
+            self._timer_dirty = True
 
     def _close_target(self, t: Target, now: float) -> None:
         self._pdcs.pop(t.pdcid, None)
+        self._tgts.pop(t.pdcid, None)
         self._tgt_by_key.pop(t.key, None)
         self.ses.release(t)
         self._tomb(t.pdcid, _Tomb(t.peer, t.peer_pdcid, t.close_psn, now + self.config.close_msl,
@@ -1323,6 +1801,8 @@ class Endpoint:
     def _remove_initiator(self, p: Initiator) -> None:
         p.closed = True
         self._pdcs.pop(p.pdcid, None)
+        if self._inits.get(p.pdcid) is p:
+            del self._inits[p.pdcid]
         if self._init_by_key.get(p.key) is p:
             del self._init_by_key[p.key]
         self._tomb(p.pdcid, _Tomb(p.peer, p.peer_pdcid, None, self._now + self.config.close_msl,
@@ -1337,6 +1817,8 @@ class Endpoint:
                 m.failed = True
                 self._events.append(ev.MessageFailed(m.handle, p.pdcid, m.message_id, reason))
         p.msgs.clear()
+        for r in p.recs.values():
+            r.state = ACKED
         p.recs.clear()
         p.queue.clear()
         self._events.append(ev.PdcClosed(p.pdcid, p.peer, "initiator", True, reason))

@@ -33,11 +33,13 @@ class PdcClosed(Event):
 
 @dataclass(frozen=True, slots=True)
 class MessageDelivered(Event):
-    """A whole message reassembled at the target (RUD: in arrival order; ROD: in PSN order)."""
+    """A whole message reassembled at the target (RUD: in arrival order; ROD: in PSN order).
+    ``data`` is bytes, or with ``PdsConfig.zero_copy_delivery`` the reassembly buffer itself (a
+    bytearray, or a memoryview if a backend's buffer is something else)."""
     pdcid: int
     peer: str
     message_id: int
-    data: bytes
+    data: bytes | bytearray | memoryview
     job_id: int = 0
     pid_on_fep: int = 0
     resource_index: int = 0

@@ -12,6 +12,10 @@ order). ``admit`` returns ``(0, item)`` to accept, ``(nack_code, None)`` for a r
 (the PSN stays unreceived and the initiator retries, B.11), or ``(-return_code, (rc, message_id))``
 for a semantic error that is accepted and answered with a SES response in the ACK (D.7, D.8).
 Reassembly uses :class:`uet.native.Reassembly`.
+
+The endpoint's hot path (:meth:`uet.pds.Endpoint.receive_datagram`) handles the common case - a
+SEND standard header for a message already in reassembly - inline, reading only the header fields
+it needs; whatever it does not handle comes here, with identical results.
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ _MEDIUM = fast("ses.medium")
 _STD_SOM = _STD.layout(opcode=SEND, som=1)
 _STD_MID = _STD.layout(opcode=SEND, som=0)
 _SMALL_L = _SMALL.layout()
+# The endpoint's hot path reads a standard header with the positions of the SOM = 0 variant;
+# the fields it also uses for SOM = 1 (opcode, flags, message_id, request_length) sit at the
+# same place in both variants, so one reader serves both.
+SES_STD_SIZE = _STD_MID.size
+assert _STD_SOM.size == SES_STD_SIZE and all(
+    _STD_SOM.position(n) == _STD_MID.position(n)
+    for n in ("opcode", "eom", "som", "message_id", "request_length"))
 
 
 class OutMessage:
@@ -39,7 +50,7 @@ class OutMessage:
 
     __slots__ = ("handle", "data", "view", "length", "job_id", "pid_on_fep", "resource_index",
                  "message_id", "next_off", "unacked", "all_queued", "done", "failed", "nh",
-                 "_som", "_mid", "_small")
+                 "ses_size", "pk", "_som", "_mid", "_small", "_small_int")
 
     def __init__(self, handle: int, data: bytes, job_id: int = 0, pid_on_fep: int = 0,
                  resource_index: int = 0):
@@ -57,42 +68,60 @@ class OutMessage:
         self.done = False
         self.failed = False
         self.nh = 3
+        self.ses_size = _STD_MID.size
+        self.pk: Any = None  # the initiator's header constants for this message's packets
         self._som = 0
         self._mid = 0
         self._small = b""
+        self._small_int = 0
 
     def prepare(self, cfg: Any) -> None:
         common = {"opcode": SEND, "job_id": self.job_id, "pid_on_fep": self.pid_on_fep,
                   "resource_index": self.resource_index, "request_length": self.length}
         if cfg.small_header and self.length <= cfg.mtu and self.length <= 0x3FFF:
             self.nh = 1
-            self._small = _SMALL_L.const(dict(common, som=1, eom=1)).to_bytes(_SMALL_L.size, "big")
+            self.ses_size = _SMALL_L.size
+            self._small_int = _SMALL_L.const(dict(common, som=1, eom=1))
+            self._small = self._small_int.to_bytes(_SMALL_L.size, "big")
             return
         self.nh = 3
+        self.ses_size = _STD_MID.size
         ids = dict(common, message_id=self.message_id)
         self._som = _STD_SOM.const(dict(ids, som=1, eom=self.length <= cfg.mtu))
         self._mid = _STD_MID.const(dict(ids, som=0))
 
+    def ses_int(self, off: int, ln: int, eom: bool, _sh_len=_STD_MID.shift["payload_length"],
+                _sh_off=_STD_MID.shift["message_offset"], _eom=1 << _STD_MID.shift["eom"]) -> int:
+        """The SES header of the packet at ``off`` as an int of ``ses_size`` bytes."""
+        if self.nh == 1:
+            return self._small_int
+        if off == 0:
+            return self._som
+        v = self._mid | (ln << _sh_len) | (off << _sh_off)
+        return v | _eom if eom else v
+
+    def ses_mid_const(self) -> int:
+        """The standard header of this message's packets after the first, with payload_length,
+        message_offset and EOM still 0."""
+        return self._mid
+
     def ses_header(self, off: int, ln: int, eom: bool) -> bytes:
         if self.nh == 1:
             return self._small
-        if off == 0:
-            return self._som.to_bytes(44, "big")
-        L = _STD_MID
-        sh = L.shift
-        v = self._mid | (ln << sh["payload_length"]) | (off << sh["message_offset"])
-        if eom:
-            v |= 1 << sh["eom"]
-        return v.to_bytes(44, "big")
+        return self.ses_int(off, ln, eom).to_bytes(self.ses_size, "big")
 
 
 class _RxMsg:
-    __slots__ = ("mid", "length", "asm", "job_id", "pid_on_fep", "resource_index")
+    """One message in reassembly. ``got`` mirrors ``asm.received`` (the sum of what ``place``
+    reported new), so completion is a comparison instead of a call into the reassembly engine."""
+
+    __slots__ = ("mid", "length", "asm", "got", "job_id", "pid_on_fep", "resource_index")
 
     def __init__(self, mid: int, length: int, f: dict):
         self.mid = mid
         self.length = length
         self.asm = native.Reassembly(length)
+        self.got = 0
         self.job_id = f.get("job_id", 0)
         self.pid_on_fep = f.get("pid_on_fep", 0)
         self.resource_index = f.get("resource_index", 0)
@@ -166,12 +195,22 @@ class MessageLayer:
                                                   f.get("resource_index", 0)))
             return
         if len(payload):
-            rx.asm.place(mo, payload)
-        if rx.asm.complete and t.rx_msgs.get(rx.mid) is rx:
-            del t.rx_msgs[rx.mid]
-            self.buffered -= rx.length
-            ep._events.append(ev.MessageDelivered(t.pdcid, t.peer, rx.mid, bytes(rx.asm.buffer),
-                                                  rx.job_id, rx.pid_on_fep, rx.resource_index))
+            rx.got += rx.asm.place(mo, payload)
+        if rx.got == rx.length and t.rx_msgs.get(rx.mid) is rx:
+            self.complete(t, rx)
+
+    def complete(self, t: Any, rx: _RxMsg) -> None:
+        """Hand a whole message up: a bytes copy, or with ``zero_copy_delivery`` the reassembly
+        buffer itself (nothing else refers to it once the message has left ``rx_msgs``)."""
+        del t.rx_msgs[rx.mid]
+        self.buffered -= rx.length
+        buf = rx.asm.buffer
+        if self.cfg.zero_copy_delivery:
+            data = buf.obj if isinstance(buf.obj, bytearray) else buf
+        else:
+            data = bytes(buf)
+        self.ep._events.append(ev.MessageDelivered(t.pdcid, t.peer, rx.mid, data, rx.job_id,
+                                                   rx.pid_on_fep, rx.resource_index))
 
     def release(self, t: Any) -> None:
         for rx in t.rx_msgs.values():

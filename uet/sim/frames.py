@@ -26,30 +26,46 @@ def _fold(s: int) -> int:
 
 
 class Framer:
-    """Builds and parses frames between two hosts' addresses (IPv4)."""
+    """Builds and parses frames between two hosts' addresses (IPv4).
+
+    The 42 header bytes depend only on (addresses, ports, DSCP, ECN, payload length), so they are
+    built once per such tuple and cached; a frame is then one concatenation."""
 
     def __init__(self) -> None:
         self._const: dict[tuple[bytes, bytes], int] = {}
         self._names: dict[bytes, str] = {}
+        self._hdrs: dict[tuple, bytes] = {}
+
+    def header(self, src: str, dst: str, sport: int, dport: int, dscp: int, ecn: int,
+               payload_len: int) -> bytes:
+        """Ethernet + IPv4 + UDP header of a frame carrying ``payload_len`` UDP payload bytes."""
+        k = (src, dst, sport, dport, dscp, ecn, payload_len)
+        h = self._hdrs.get(k)
+        if h is None:
+            sp, dp = socket.inet_aton(src), socket.inet_aton(dst)
+            kc = (sp, dp)
+            c = self._const.get(kc)
+            if c is None:
+                c = 0x4000 + (64 << 8 | 17)
+                for i in (0, 2):
+                    c += (sp[i] << 8 | sp[i + 1]) + (dp[i] << 8 | dp[i + 1])
+                self._const[kc] = c
+                self._names[sp] = src
+                self._names[dp] = dst
+            ulen = UDP_LEN + payload_len
+            tot = IP_LEN + ulen
+            tos = (dscp << 2) | ecn
+            csum = ~_fold(c + (0x4500 | tos) + tot) & 0xFFFF
+            h = _ETH + _IPUDP.pack(0x45, tos, tot, 0, 0x4000, 64, 17, csum, sp, dp, sport, dport,
+                                   ulen, 0)
+            if len(self._hdrs) >= 1 << 14:
+                self._hdrs.clear()
+            self._hdrs[k] = h
+        return h
 
     def frame(self, payload: bytes, src: str, dst: str, sport: int, dport: int, dscp: int,
               ecn: int) -> bytes:
-        sp, dp = socket.inet_aton(src), socket.inet_aton(dst)
-        k = (sp, dp)
-        c = self._const.get(k)
-        if c is None:
-            c = 0x4000 + (64 << 8 | 17)
-            for i in (0, 2):
-                c += (sp[i] << 8 | sp[i + 1]) + (dp[i] << 8 | dp[i + 1])
-            self._const[k] = c
-            self._names[sp] = src
-            self._names[dp] = dst
-        ulen = UDP_LEN + len(payload)
-        tot = IP_LEN + ulen
-        tos = (dscp << 2) | ecn
-        csum = ~_fold(c + (0x4500 | tos) + tot) & 0xFFFF
-        return b"".join((_ETH, _IPUDP.pack(0x45, tos, tot, 0, 0x4000, 64, 17, csum, sp, dp,
-                                           sport, dport, ulen, 0), payload))
+        return self.header(src, dst, sport, dport, dscp, ecn, len(payload)) + payload
 
     def parse(self, frame: bytes) -> tuple[str, str, int, int, int, int, bytes]:
         """(src, dst, sport, dport, dscp, ecn, udp payload) of a frame built by :meth:`frame`."""
@@ -62,13 +78,17 @@ class Framer:
 
 
 def set_ce(frame: bytes) -> bytes:
-    """Mark ECN CE (11) and fix the IPv4 header checksum."""
-    b = bytearray(frame)
-    b[15] |= 3
-    b[24:26] = b"\0\0"
-    s = sum((b[i] << 8) | b[i + 1] for i in range(ETH_LEN, ETH_LEN + IP_LEN, 2))
-    b[24:26] = (~_fold(s) & 0xFFFF).to_bytes(2, "big")
-    return bytes(b)
+    """Mark ECN CE (11) and fix the IPv4 header checksum (incrementally, RFC 1624: only the word
+    holding the TOS byte changes)."""
+    old = frame[15]
+    new = old | 3
+    if new == old:
+        return frame
+    # HC' = ~(~HC + ~m + m'), m = the 16-bit word of version/IHL and TOS
+    hi = frame[14] << 8
+    s = (~((frame[24] << 8) | frame[25]) & 0xFFFF) + (~(hi | old) & 0xFFFF) + (hi | new)
+    csum = ~_fold(s) & 0xFFFF
+    return b"".join((frame[:15], bytes((new,)), frame[16:24], csum.to_bytes(2, "big"), frame[26:]))
 
 
 def trim(frame: bytes, keep: int = 256) -> bytes:
