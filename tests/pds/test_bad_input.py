@@ -74,3 +74,35 @@ def test_huge_request_length_does_not_allocate():
     layer = out(ep)[0][0]
     assert layer["ses"]["return_code_name"] == "TOO_LONG"
     assert ep.ses.buffered == 0
+
+
+def test_t3_idle_targets_are_reaped_when_a_new_syn_meets_the_limit():
+    """A SYN flood fills the PDC limit; once those PDCs have been idle for target_idle_reap, a new
+    initiator gets a PDC instead of NO_PDC_AVAIL, and a PDC that is still talking survives."""
+    ep = target(max_pdcs=8, target_idle_reap=1.0)
+    ep.receive_datagram(*request(S, syn=True, ar=True, spdcid=1), 0.0)
+    (ack, _), = out(ep)
+    legit = ack["pds"]["spdcid"]
+    for i in range(2, 9):
+        ep.receive_datagram(*request(S + i, syn=True, start=S + i, spdcid=i, sport=1000 + i), 0.0)
+    assert len(ep.pdcs()) == 8
+    ep.receive_datagram(*request(S + 1, dpdcid=legit, spdcid=1, ar=True), 1.5)  # legit keeps talking
+    out(ep)
+    ep.receive_datagram(*request(S + 99, syn=True, start=S + 99, spdcid=99, sport=2000), 0.5)
+    assert out(ep)[0][0]["pds"].get("nack_code") == NC["NO_PDC_AVAIL"]  # nobody idle long enough yet
+    ep.receive_datagram(*request(S + 99, syn=True, start=S + 99, spdcid=99, sport=2000), 2.2)
+    (reply, _), = out(ep)
+    assert reply["pds"]["type_name"] == "ACK_CC" and reply["pds"]["cack_psn"] == S + 99
+    assert ep.stats["pdcs_reaped"] == 7
+    assert len(ep.pdcs()) == 2
+    ep.receive_datagram(*request(S + 2, dpdcid=legit, spdcid=1, ar=True), 2.3)
+    assert out(ep)[0][0]["pds"]["cack_psn"] == S + 2
+
+
+def test_c1_first_pdcid_is_seeded_random_so_endpoints_on_one_address_differ():
+    from uet.pds import Endpoint, PdsConfig
+
+    firsts = {Endpoint(A, PdsConfig(), seed=s)._next_pdcid for s in range(20)}
+    assert len(firsts) > 15 and 0 not in firsts
+    assert Endpoint(A, PdsConfig(first_pdcid=1))._next_pdcid == 1
+    assert Endpoint(A, PdsConfig(), seed=3)._next_pdcid == Endpoint(A, PdsConfig(), seed=3)._next_pdcid

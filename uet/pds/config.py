@@ -75,6 +75,10 @@ class PdsConfig:
     start_psn_hi: int = 1 << 31
     rod_buffer: bool = True                   # C.8 / H.2: ROD target buffers (RP); False: ROD_OOO
     close_msl: float = 10e-3                  # C.7: answer for one MSL after close
+    target_idle_reap: float = 1.0             # choice (C.1 New_PDC_Time-like): at the PDC limit, a
+                                              # new SYN first frees target PDCs idle this long (s)
+    first_pdcid: int | None = None            # C.1: None = a seeded random start, so that two
+                                              # endpoints on one address do not collide
     max_message_bytes: int = 1 << 30          # bound on one reassembly buffer (TOO_LONG beyond)
     max_rx_messages: int = 256                # per PDC messages in reassembly (NO_SES_MSG_AVAIL)
     rx_buffer_limit: int = 1 << 31            # per endpoint reassembly bytes (NO_PKT_BUFFER)

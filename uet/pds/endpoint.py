@@ -23,8 +23,11 @@ PDC identity and establishment (target)
   T2  C.1: a SYN request with no PDC for (source, destination, SPDCID): allocate a PDC,
       DPDCID := packet SPDCID, START_PSN := PSN - psn_offset, CACK := START_PSN - 1; the mode
       (RUD/ROD) is the request type's.
-  T3  bounded state: with ``max_pdcs`` PDCs live, a new SYN gets NACK NO_PDC_AVAIL (0x04) with
-      SPDCID 0 and allocates nothing; existing PDCs are unaffected.
+  T3  bounded state: with ``max_pdcs`` PDCs live, a new SYN first frees the target PDCs idle for
+      ``target_idle_reap`` (choice, like C.1's New_PDC_Time); if none is, it gets NACK NO_PDC_AVAIL
+      (0x04) with SPDCID 0 and allocates nothing; PDCs in use are unaffected. The first PDCID is
+      seeded-random (``first_pdcid`` fixes it), so two endpoints sharing an address do not collide
+      in the target's (source, destination, SPDCID) key.
   T4  C.5: a request without SYN whose DPDCID names no target PDC -> NACK INV_DPDCID (0x0E),
       SPDCID 0 (RP-PR #125). A SYN that names an existing PDC with another start PSN, or a SYN
       beyond the window -> NACK INVALID_SYN (0x15).
@@ -1149,7 +1152,11 @@ class Endpoint:
         self._init_by_key: dict[tuple, Initiator] = {}
         self._tgt_by_key: dict[tuple, Target] = {}
         self._tombs: dict[int, _Tomb] = {}
-        self._next_pdcid = 1
+        first = self.config.first_pdcid
+        # a generator of its own, so that the start PSNs drawn from self.rng stay as they were
+        self._next_pdcid = (first if first is not None
+                            else random.Random(f"pdcid:{self.config.seed if seed is None else seed}")
+                            .randrange(1, 0x10000))
         self._out: list = []
         self._events: deque = deque()
         self._handles = 0
@@ -1760,7 +1767,7 @@ class Endpoint:
 
     # --- PDC lifecycle --------------------------------------------------------------------
     def _alloc_pdcid(self) -> int | None:
-        if len(self._pdcs) >= self.config.max_pdcs:
+        if len(self._pdcs) >= self.config.max_pdcs and not self._reap_idle_targets(self._now):
             return None
         self._purge_tombs(self._now)
         for _ in range(65536):
@@ -1769,6 +1776,20 @@ class Endpoint:
             if c not in self._pdcs and c not in self._tombs:
                 return c
         return None
+
+    def _reap_idle_targets(self, now: float) -> bool:
+        """T3 under pressure: free target PDCs that heard nothing for ``target_idle_reap`` s (a SYN
+        flood must not lock new initiators out for good). True if any was freed."""
+        limit = now - self.config.target_idle_reap
+        idle = [t for t in self._tgts.values() if t.last_rx <= limit]
+        for t in idle:
+            self._pdcs.pop(t.pdcid, None)
+            self._tgts.pop(t.pdcid, None)
+            self._tgt_by_key.pop(t.key, None)
+            self.ses.release(t)
+            self._events.append(ev.PdcClosed(t.pdcid, t.peer, "target", True, "idle, reaped at the PDC limit"))
+        self._stats["pdcs_reaped"] += len(idle)
+        return bool(idle)
 
     def _tomb(self, pdcid: int, tomb: _Tomb) -> None:
         self._timer_dirty = True
