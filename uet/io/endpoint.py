@@ -46,7 +46,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import random
 import socket
 from collections import Counter, deque
 from contextlib import asynccontextmanager
@@ -475,19 +474,6 @@ class LiveEndpoint:
         self._service(rearm=False)
 
 
-def _spread_pdcids(core: Endpoint, seed: int) -> None:
-    """Start the core's PDCID allocator at a seeded random value instead of 1.
-
-    Workaround for a core limitation (reported, not patched here): a target keys SYN lookups on
-    (source address, destination address, SPDCID) (C.1), and every core Endpoint hands out PDCIDs
-    from 1, so two live endpoints on one address (two ``uet send`` processes on one host) open
-    PDCs with the same SPDCID and the target takes the second for the first (PDC_MODE_MISMATCH or
-    INVALID_SYN). ``_next_pdcid`` is the core's private allocator cursor; without it this is a
-    no-op."""
-    if isinstance(getattr(core, "_next_pdcid", None), int):
-        core._next_pdcid = random.Random(seed ^ 0x5DC1D).randrange(1, 0x10000)
-
-
 def _family_local(bind: tuple[str, int] | None, local: str | None, peer: str | None) -> str:
     if local is not None:
         return S.canonical(local)
@@ -559,7 +545,6 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "big")
         core = Endpoint(local_addr, cfg, seed=seed)
-        _spread_pdcids(core, seed)
         ep = LiveEndpoint(core, uet_sock, entropy, peer_port=peer_port, batch=batch,
                           max_inbox=max_inbox)
         async with trio.open_nursery() as nursery:

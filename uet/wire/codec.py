@@ -92,7 +92,7 @@ def _compile_decoder(placed: tuple[Placed, ...], bits: int) -> Callable[[int], d
         parts.append(f"{p.name!r}: {expr}")
     src = "def _dec(v):\n    return {" + ", ".join(parts) + "}\n"
     ns: dict[str, Any] = {}
-    exec(compile(src, f"<uet.wire.codec decoder>", "exec"), ns)
+    exec(compile(src, "<uet.wire.codec decoder>", "exec"), ns)
     return ns["_dec"]
 
 
@@ -136,7 +136,7 @@ def _compile_encoder(hkey: str, placed: tuple[Placed, ...], bits: int) -> Callab
         lines.append(f"    v |= (x & {f.mask}) << {shift}" if f.signed else f"    v |= x << {shift}")
     lines.append("    return v")
     ns: dict[str, Any] = {"_toint": _toint, "_range": _range}
-    exec(compile("\n".join(lines) + "\n", f"<uet.wire.codec encoder>", "exec"), ns)
+    exec(compile("\n".join(lines) + "\n", "<uet.wire.codec encoder>", "exec"), ns)
     return ns["_enc"]
 
 
