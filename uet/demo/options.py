@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..cliargs import fail_spec
+
 DEFAULT_BYTES = 16 << 20
 # A default run shows every mechanism: mild random loss and trimming, and a per-path rate low
 # enough that the window's bursts queue in the fabric above kmin (64 KiB), so some packets are
@@ -67,23 +69,6 @@ def _dest(names: tuple, kw: dict) -> str:
         return kw["dest"]
     longs = [n for n in names if n.startswith("--")]
     return (longs[0] if longs else names[0]).lstrip("-").replace("-", "_")
-
-
-def _micros(s: str) -> float:
-    t = s.strip().lower()
-    for suffix, scale in (("us", 1.0), ("µs", 1.0), ("ms", 1e3), ("s", 1e6)):
-        if t.endswith(suffix):
-            return float(t[: -len(suffix)]) * scale
-    return float(t)
-
-
-def fail_spec(s: str) -> tuple[int, float]:
-    """``I@T``: path I fails T microseconds after the fabric starts (``1@50ms`` also works)."""
-    try:
-        i, t = s.split("@", 1)
-        return int(i), _micros(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s}: expected PATH@TIME, e.g. 1@50000 or 1@50ms") from None
 
 
 def sim_arguments() -> list[tuple[tuple, dict]]:

@@ -18,7 +18,6 @@ configuration.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import signal
 import sys
@@ -27,63 +26,9 @@ from typing import Any, Sequence, TextIO
 
 import trio
 
+from ..cliargs import fail_spec, fraction, hostport, size
 from .paths import FabricConfig
 from .relay import open_fabric
-
-
-def _fraction(s: str) -> float:
-    v = float(s)
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"{s}: a fraction from 0 to 1")
-    return v
-
-
-def _micros(s: str) -> float:
-    t = s.strip().lower()
-    for suffix, scale in (("us", 1.0), ("µs", 1.0), ("ms", 1e3), ("s", 1e6)):
-        if t.endswith(suffix):
-            return float(t[: -len(suffix)]) * scale
-    return float(t)
-
-
-def _fail(s: str) -> tuple[int, float]:
-    try:
-        i, t = s.split("@", 1)
-        return int(i), _micros(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s}: expected PATH@MICROSECONDS, e.g. 1@50 or 1@250ms") from None
-
-
-def _size(s: str) -> int:
-    m = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = s.strip().lower().removesuffix("ib").removesuffix("b")
-    if t and t[-1] in m:
-        return int(float(t[:-1]) * m[t[-1]])
-    return int(t)
-
-
-def hostport(text: str, default_port: int = 4793) -> tuple[str, int]:
-    """``ADDR:PORT``, ``[V6ADDR]:PORT``, ``ADDR`` (default port) -> (address, port)."""
-    t = text.strip()
-    try:
-        if t.startswith("["):
-            host, _, rest = t[1:].partition("]")
-            port = int(rest[1:]) if rest.startswith(":") else default_port
-        elif t.count(":") == 1:
-            host, p = t.split(":")
-            port = int(p)
-        else:
-            host, port = t, default_port
-        if host in ("", "*"):
-            host = "0.0.0.0"
-        elif host == "localhost":
-            host = "127.0.0.1"
-        host = str(ipaddress.ip_address(host))
-        if not 0 <= port <= 65535:
-            raise ValueError
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text}: expected ADDR:PORT, e.g. 127.0.0.1:4793") from None
-    return host, port
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
@@ -92,13 +37,13 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate", type=float, default=100.0, help="rate of each path in Gb/s (default 100)")
     p.add_argument("--rtt", type=float, default=10.0,
                    help="base round-trip time in microseconds; one-way delay rtt/2 (default 10)")
-    p.add_argument("--loss", type=_fraction, default=0.0, help="random loss per packet per path")
-    p.add_argument("--trim", type=_fraction, default=0.0, help="fraction of data packets trimmed")
-    p.add_argument("--reorder", type=_fraction, default=0.0,
+    p.add_argument("--loss", type=fraction, default=0.0, help="random loss per packet per path")
+    p.add_argument("--trim", type=fraction, default=0.0, help="fraction of data packets trimmed")
+    p.add_argument("--reorder", type=fraction, default=0.0,
                    help="fraction of packets delayed by up to --reorder-delay")
-    p.add_argument("--dup", type=_fraction, default=0.0, help="fraction of packets duplicated")
-    p.add_argument("--corrupt", type=_fraction, default=0.0, help="fraction of packets with a flipped bit")
-    p.add_argument("--fail-path", type=_fail, action="append", default=[], metavar="I@T",
+    p.add_argument("--dup", type=fraction, default=0.0, help="fraction of packets duplicated")
+    p.add_argument("--corrupt", type=fraction, default=0.0, help="fraction of packets with a flipped bit")
+    p.add_argument("--fail-path", type=fail_spec, action="append", default=[], metavar="I@T",
                    help="path I fails at T microseconds after start (us/ms/s suffix allowed; repeatable)")
     p.add_argument("--seed", type=int, default=1)
 
@@ -114,9 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: one RTT, at least 2000 - the timer resolution is about 1 ms)")
     p.add_argument("--skew", type=float, default=0.0, metavar="US",
                    help="path i gets i*SKEW microseconds of extra one-way delay")
-    p.add_argument("--queue", type=_size, default=1 << 20, help="queue per path and direction, bytes (default 1MiB)")
-    p.add_argument("--kmin", type=_size, default=None, help="CE marking starts above this queue depth (default 64KiB)")
-    p.add_argument("--kmax", type=_size, default=None, help="every ECT packet is marked above this depth (default 512KiB)")
+    p.add_argument("--queue", type=size, default=1 << 20, help="queue per path and direction, bytes (default 1MiB)")
+    p.add_argument("--kmin", type=size, default=None, help="CE marking starts above this queue depth (default 64KiB)")
+    p.add_argument("--kmax", type=size, default=None, help="every ECT packet is marked above this depth (default 512KiB)")
     p.add_argument("--no-overflow-trim", action="store_true",
                    help="drop rather than trim data packets that overflow the queue")
     p.add_argument("--ecmp", choices=("hash", "mod"), default="hash",

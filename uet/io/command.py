@@ -26,28 +26,10 @@ import time
 from typing import Any, Sequence, TextIO
 
 from .. import UET_UDP_PORT
-from . import sockets as S
+from ..cliargs import hostport, size
 
 # trio and the endpoint are imported inside the commands: ``register`` runs for every ``uet``
 # invocation (uet decode too) and should not pay for importing them.
-
-
-def _size(s: str) -> int:
-    m = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = s.strip().lower().removesuffix("ib").removesuffix("b")
-    try:
-        if t and t[-1] in m:
-            return int(float(t[:-1]) * m[t[-1]])
-        return int(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s}: a byte count such as 4096, 64k, 64MiB") from None
-
-
-def _hostport(s: str) -> tuple[str, int]:
-    try:
-        return S.parse_hostport(s, UET_UDP_PORT)
-    except (ValueError, OSError) as exc:
-        raise argparse.ArgumentTypeError(f"{s}: expected ADDR:PORT ({exc})") from None
 
 
 def _fmt_addr(host: str, port: int) -> str:
@@ -95,7 +77,7 @@ class _Progress:
 # ------------------------------------------------------------------------------------------------
 
 def add_recv_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bind", type=_hostport, default=("0.0.0.0", UET_UDP_PORT), metavar="ADDR:PORT",
+    p.add_argument("--bind", type=hostport, default=("0.0.0.0", UET_UDP_PORT), metavar="ADDR:PORT",
                    help=f"address and UDP port to serve (default 0.0.0.0:{UET_UDP_PORT}; port 0 = any)")
     p.add_argument("--out", metavar="FILE", help="write the received data, message after message "
                                                  "(- for stdout, not with --json)")
@@ -187,10 +169,10 @@ async def _recv_main(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------------
 
 def add_send_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--to", type=_hostport, required=True, metavar="ADDR:PORT",
+    p.add_argument("--to", type=hostport, required=True, metavar="ADDR:PORT",
                    help=f"the receiver (port default {UET_UDP_PORT})")
     p.add_argument("file", nargs="?", help="file to send (- for stdin)")
-    p.add_argument("--bytes", type=_size, default=None, metavar="N",
+    p.add_argument("--bytes", type=size, default=None, metavar="N",
                    help="send N seeded pseudo-random bytes instead of a file (k/m/g suffixes)")
     p.add_argument("--paths", type=int, default=8, metavar="N",
                    help="entropy values, i.e. UDP source ports to spray over (default 8)")
@@ -198,12 +180,12 @@ def add_send_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="give up after S seconds (exit status 3)")
-    p.add_argument("--message-size", type=_size, default=64 << 20, metavar="N",
+    p.add_argument("--message-size", type=size, default=64 << 20, metavar="N",
                    help="bytes per message (default 64MiB); messages go one after the other")
     p.add_argument("--local", default=None, metavar="ADDR",
                    help="local address (default: the route's source address towards --to)")
     p.add_argument("--job", type=int, default=0, help="SES job id (default 0)")
-    p.add_argument("--window", type=_size, default=None, help="send window in bytes")
+    p.add_argument("--window", type=size, default=None, help="send window in bytes")
     p.add_argument("--spray", choices=("rr", "random"), default="rr")
     p.add_argument("--seed", type=int, default=1, help="seed of the --bytes data (default 1)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

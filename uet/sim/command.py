@@ -13,51 +13,29 @@ import shlex
 import sys
 from typing import Sequence
 
+from ..cliargs import fail_spec, fraction, size
 from .simulator import SimConfig, Simulator
 
 
-def _fraction(s: str) -> float:
-    v = float(s)
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"{s}: a fraction from 0 to 1")
-    return v
-
-
-def _fail(s: str) -> tuple[int, float]:
-    try:
-        i, t = s.split("@", 1)
-        return int(i), float(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s}: expected PATH@MICROSECONDS, e.g. 1@50") from None
-
-
-def _size(s: str) -> int:
-    m = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = s.strip().lower().removesuffix("ib").removesuffix("b")
-    if t and t[-1] in m:
-        return int(float(t[:-1]) * m[t[-1]])
-    return int(t)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bytes", type=_size, default=4 << 20, help="bytes to transfer (default 4MiB; k/m/g suffixes)")
+    p.add_argument("--bytes", type=size, default=4 << 20, help="bytes to transfer (default 4MiB; k/m/g suffixes)")
     p.add_argument("--messages", type=int, default=1, help="split the bytes into this many messages")
     p.add_argument("--mtu", type=int, default=4096, help="payload bytes per packet (default 4096)")
     p.add_argument("--paths", type=int, default=4, help="parallel paths (default 4)")
     p.add_argument("--rate", type=float, default=100.0, help="rate of each path in Gb/s (default 100)")
     p.add_argument("--rtt", type=float, default=10.0, help="base round-trip time in microseconds (default 10)")
-    p.add_argument("--loss", type=_fraction, default=0.0, help="random loss per packet per path")
-    p.add_argument("--trim", type=_fraction, default=0.0, help="fraction of data packets trimmed")
-    p.add_argument("--reorder", type=_fraction, default=0.0, help="fraction of packets delayed by up to one RTT")
-    p.add_argument("--dup", type=_fraction, default=0.0, help="fraction of packets duplicated")
-    p.add_argument("--corrupt", type=_fraction, default=0.0, help="fraction of packets with a flipped bit")
-    p.add_argument("--fail-path", type=_fail, action="append", default=[], metavar="I@T",
+    p.add_argument("--loss", type=fraction, default=0.0, help="random loss per packet per path")
+    p.add_argument("--trim", type=fraction, default=0.0, help="fraction of data packets trimmed")
+    p.add_argument("--reorder", type=fraction, default=0.0, help="fraction of packets delayed by up to one RTT")
+    p.add_argument("--dup", type=fraction, default=0.0, help="fraction of packets duplicated")
+    p.add_argument("--corrupt", type=fraction, default=0.0, help="fraction of packets with a flipped bit")
+    p.add_argument("--fail-path", type=fail_spec, action="append", default=[], metavar="I@T",
                    help="path I fails at T microseconds (repeatable)")
     p.add_argument("--mode", choices=("rud", "rod"), default="rud")
     p.add_argument("--spray", choices=("rr", "random", "single"), default="rr",
                    help="entropy selection: round-robin, random, or one value (ECMP)")
     p.add_argument("--entropies", type=int, default=64, help="entropy values to spray over (default 64)")
-    p.add_argument("--window", type=_size, default=None, help="fixed congestion window in bytes (default 1.5 BDP)")
+    p.add_argument("--window", type=size, default=None, help="fixed congestion window in bytes (default 1.5 BDP)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--pcap", metavar="FILE", help="write every frame of the run (virtual timestamps)")
