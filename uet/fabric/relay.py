@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import errno
 import heapq
-import ipaddress
 import os
 import socket
 import struct
@@ -66,6 +65,12 @@ try:  # the C CRC-32C over a prefix of a bytes object, without a copy or a memor
 except ImportError:  # pragma: no cover - pure-Python backend
     def _crc_head(data: bytes, n: int, seed: int) -> int:
         return crc32c(memoryview(data)[:n], seed)
+from ..io.sockets import canonical as _canon
+from ..io.sockets import family_of as _family
+from ..io.sockets import is_wildcard as _wildcard
+from ..io.sockets import IP_PKTINFO, IPV6_PKTINFO, IPV6_TCLASS, parse_anc
+from ..io.sockets import source_for as _source_for
+from ..io.sockets import udp_socket
 from ..wire.build import DSCP_CONTROL, DSCP_TRIMMED, ECT0
 from .capture import CaptureFn, FrameBuilder, PcapCapture
 from .paths import COUNTERS, DIRECTIONS, FWD, INF, REV, ETH_LEN, UDP_LEN, FabricConfig, Link, \
@@ -74,91 +79,12 @@ from .paths import COUNTERS, DIRECTIONS, FWD, INF, REV, ETH_LEN, UDP_LEN, Fabric
 BATCH = 512                # datagrams drained per wake-up before yielding
 RELEASE_EVERY = 32         # send what is due after this many datagrams of a batch
 RECV_SIZE = 65536
-SO_NO_CHECK = 11
-SO_RCVBUFFORCE = 33
-SOL_UDP = 17
-UDP_NO_CHECK6_TX, UDP_NO_CHECK6_RX = 101, 102
-IP_RECVTOS = 13
-IP_PKTINFO = 8
-IPV6_RECVTCLASS, IPV6_TCLASS = 66, 67
-IPV6_RECVPKTINFO, IPV6_PKTINFO = 49, 50
 TOS_DATA = ECT0                    # DSCP 0 + ECT(0): what most sender->receiver datagrams carry
 TOS_CONTROL = DSCP_CONTROL << 2    # DSCP 46, Not-ECT: ACKs, NACKs, control
 _HDR = struct.Struct("!HH")
 _LEN = struct.Struct("!H")
 
 Capture = Union[None, CaptureFn, str, os.PathLike, IO[bytes]]
-
-
-def _family(host: str) -> int:
-    return socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
-
-
-def _wildcard(host: str) -> bool:
-    return ipaddress.ip_address(host).is_unspecified
-
-
-def _source_for(dest: str, port: int) -> str:
-    """The local address the kernel would use to reach ``dest`` (connecting sends nothing)."""
-    with socket.socket(_family(dest), socket.SOCK_DGRAM) as s:
-        s.connect((dest, port or 9))
-        return s.getsockname()[0]
-
-
-def _udp_socket(host: str, port: int, tos: int, rcvbuf: int) -> socket.socket:
-    fam = _family(host)
-    s = socket.socket(fam, socket.SOCK_DGRAM)
-    try:
-        if fam == socket.AF_INET6:
-            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            s.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
-            s.setsockopt(socket.IPPROTO_IPV6, IPV6_TCLASS, tos)
-            s.setsockopt(SOL_UDP, UDP_NO_CHECK6_TX, 1)
-            s.setsockopt(SOL_UDP, UDP_NO_CHECK6_RX, 1)
-            if _wildcard(host):
-                s.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVPKTINFO, 1)
-        else:
-            s.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
-            s.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
-            if _wildcard(host):
-                s.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)
-        if rcvbuf > 0:
-            try:
-                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
-            except OSError:
-                try:
-                    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-                except OSError:
-                    pass
-        s.bind((host, port))
-        s.setblocking(False)
-    except BaseException:
-        s.close()
-        raise
-    return s
-
-
-def _parse_anc(anc: list) -> tuple[int, str | None]:
-    """(TOS byte, local destination address or None) from ``recvmsg`` ancillary data."""
-    tos = 0
-    dst = None
-    for level, kind, data in anc:
-        if level == socket.IPPROTO_IP:
-            if kind == socket.IP_TOS and data:
-                tos = data[0]
-            elif kind == IP_PKTINFO and len(data) >= 12:
-                dst = socket.inet_ntop(socket.AF_INET, data[8:12])
-        elif level == socket.IPPROTO_IPV6:
-            if kind == IPV6_TCLASS and len(data) >= 4:
-                tos = struct.unpack("i", data[:4])[0] & 0xFF
-            elif kind == IPV6_PKTINFO and len(data) >= 16:
-                dst = socket.inet_ntop(socket.AF_INET6, data[:16])
-    return tos, dst
-
-
-def _canon(host: str) -> str:
-    return str(ipaddress.ip_address(host.split("%", 1)[0]))
 
 
 class Hop:
@@ -261,7 +187,7 @@ class Fabric:
         self.to = (_canon(to[0]), int(to[1]))
         self.back_host = _canon(cfg.back_host) if cfg.back_host else _canon(_source_for(*self.to))
         self._front_wild = _wildcard(self.listen_host)
-        self.front = _udp_socket(self.listen_host, int(listen[1]), TOS_CONTROL, cfg.rcvbuf)
+        self.front = udp_socket(self.listen_host, int(listen[1]), tos=TOS_CONTROL, rcvbuf=cfg.rcvbuf)
         self.port: int = self.front.getsockname()[1]
         self.host: str = self.listen_host
         self.path_of: Callable[[int], int] = path_hasher(cfg)
@@ -457,7 +383,7 @@ class Fabric:
         if len(anc) == 1 and anc[0][1] == socket.IP_TOS and anc[0][0] == socket.IPPROTO_IP:
             tos, dst = anc[0][2][0], None
         else:
-            tos, dst = _parse_anc(anc)
+            tos, dst = parse_anc(anc)
         flow = self.flows.get(addr)
         if flow is None:
             flow = self._new_flow(addr, dst)
@@ -478,7 +404,7 @@ class Fabric:
             if len(anc) == 1 and anc[0][1] == socket.IP_TOS and anc[0][0] == socket.IPPROTO_IP:
                 tos = anc[0][2][0]
             else:
-                tos = _parse_anc(anc)[0]
+                tos = parse_anc(anc)[0]
             hop.src_addr = addr
             skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
             link.offer(now, data, tos, hop, rng, None if skip else rewrite)
@@ -498,11 +424,11 @@ class Fabric:
         try:
             if cfg.preserve_entropy:
                 try:
-                    back = _udp_socket(self.back_host, port, TOS_DATA, cfg.rcvbuf)
+                    back = udp_socket(self.back_host, port, tos=TOS_DATA, rcvbuf=cfg.rcvbuf)
                 except OSError:
                     self.stats["entropy_remapped"] += 1
             if back is None:
-                back = _udp_socket(self.back_host, 0, TOS_DATA, cfg.rcvbuf)
+                back = udp_socket(self.back_host, 0, tos=TOS_DATA, rcvbuf=cfg.rcvbuf)
         except OSError:
             self.stats["flow_errors"] += 1
             return None

@@ -142,7 +142,7 @@ def src_cmsg(family: int, src: str) -> tuple[int, int, bytes]:
     return (IPPROTO_IP, IP_PKTINFO, bytes(4) + socket.inet_pton(socket.AF_INET, src) + bytes(4))
 
 
-def parse_anc(anc: list, family: int) -> tuple[int, str | None]:
+def parse_anc(anc: list, family: int = 0) -> tuple[int, str | None]:
     """(TOS byte, destination address or None) from ``recvmsg`` ancillary data."""
     tos = 0
     dst = None
