@@ -1,0 +1,130 @@
+"""D.1-D.5: header choice by size, message cutting (SOM/EOM, message_offset, payload_length,
+request_length), bytes round trips, and the D.1 opcode coverage list."""
+
+from __future__ import annotations
+
+from uet.ses import SUPPORTED_OPCODES, UNSUPPORTED_OPCODES, SesConfig, SesEndpoint, decode_ses
+from uet.ses.endpoint import NH_MEDIUM, NH_SMALL, NH_STD
+from uet.wire.enums import SES_OPCODE
+
+
+def packets(mtu=4096, **kw):
+    return SesEndpoint(SesConfig(mtu=mtu, **kw))
+
+
+def test_d4_small_header_for_single_packet_send():
+    a = packets()
+    a.send("b", b"hello")
+    (p,) = a.packets_to_send()
+    assert p.next_hdr == NH_SMALL and p.ses["som"] and p.ses["eom"] and p.ses["request_length"] == 5
+    f, ext, payload = decode_ses(NH_SMALL, p.to_bytes())
+    assert f["opcode"] == 5 and payload == b"hello" and ext is None
+
+
+def test_d4_medium_header_for_tagged_write_atomic():
+    a = packets()
+    a.tsend("b", b"t", 0xABCDEF)
+    a.write("b", 9, 16, b"w" * 100)
+    a.atomic("b", 9, 8, 2, 6, 5)
+    ps = a.packets_to_send()
+    assert [p.next_hdr for p in ps] == [NH_MEDIUM] * 3
+    f, _, _ = decode_ses(NH_MEDIUM, ps[0].to_bytes())
+    assert f["match_bits"] == 0xABCDEF
+    f, _, pl = decode_ses(NH_MEDIUM, ps[1].to_bytes())
+    assert f["memory_key"] == 9 and f["buffer_offset"] == 16 and pl == b"w" * 100
+    f, ext, pl = decode_ses(NH_MEDIUM, ps[2].to_bytes())
+    assert ext["atomic_opcode"] == 2 and ext["atomic_datatype"] == 6 and pl == (5).to_bytes(8, "little")
+
+
+def test_d3_standard_when_header_data_or_no_small_header():
+    a = packets()
+    a.send("b", b"x", header_data=0x1234)
+    (p,) = a.packets_to_send()
+    assert p.next_hdr == NH_STD and p.ses["hd"] and p.ses["header_data"] == 0x1234
+    a = packets(small_header=False)
+    a.send("b", b"x")
+    assert a.packets_to_send()[0].next_hdr == NH_STD
+
+
+def test_d3_read_uses_standard_header():
+    a = packets()
+    a.read("b", 1, 0, 4)
+    (p,) = a.packets_to_send()
+    assert p.next_hdr == NH_STD and p.ses["opcode"] == 2 and p.ses["request_length"] == 4
+
+
+def test_d3_message_cut_into_packets():
+    a = packets(mtu=1000)
+    data = bytes(range(256)) * 10  # 2560 bytes -> 1000 + 1000 + 560
+    a.send("b", data)
+    ps = a.packets_to_send()
+    assert [p.next_hdr for p in ps] == [NH_STD] * 3
+    mids = {p.ses["message_id"] for p in ps}
+    assert len(mids) == 1
+    assert [(p.ses["som"], p.ses["eom"]) for p in ps] == [(True, False), (False, False), (False, True)]
+    assert all(p.ses["request_length"] == 2560 for p in ps)
+    decoded = [decode_ses(NH_STD, p.to_bytes()) for p in ps]
+    assert decoded[1][0]["message_offset"] == 1000 and decoded[1][0]["payload_length"] == 1000
+    assert decoded[2][0]["message_offset"] == 2000 and decoded[2][0]["payload_length"] == 560
+    assert b"".join(d[2] for d in decoded) == data
+
+
+def test_d3_exactly_mtu_is_one_packet_and_big_single_is_standard():
+    a = packets(mtu=1000)
+    a.send("b", b"q" * 1000)
+    assert len(a.packets_to_send()) == 1
+    a = packets(mtu=20000)
+    a.send("b", b"q" * 0x4000)  # > 14-bit request_length: small header cannot say it
+    (p,) = a.packets_to_send()
+    assert p.next_hdr == NH_STD
+
+
+def test_d6_cswap_extension_round_trip():
+    a = packets()
+    a.cswap("b", 3, 8, 0x07, 1, 2**64 - 1)
+    (p,) = a.packets_to_send()
+    f, ext, pl = decode_ses(p.next_hdr, p.to_bytes())
+    assert ext["atomic_opcode"] == 0x0D and ext["compare_value"] == 1
+    assert ext["swap_value"] == 2**64 - 1 and pl == b""
+
+
+def test_d5_rendezvous_extension_round_trip():
+    a = packets(mtu=1000)
+    a.rendezvous_send("b", b"r" * 5000, eager=100)
+    (p,) = a.packets_to_send()
+    f, ext, pl = decode_ses(NH_STD, p.to_bytes())
+    assert f["opcode"] == 6 and f["request_length"] == 5000 and len(pl) == 100
+    assert ext["eager_length"] == 100 and ext["read_offset"] == 100
+    assert ext["read_match_bits"] in a.regions
+
+
+def test_d3_deferrable_tokens_on_the_wire():
+    a = packets()
+    a.deferrable_send("b", b"d", match_bits=5)
+    (p,) = a.packets_to_send()
+    f, _, _ = decode_ses(NH_STD, p.to_bytes())
+    assert f["opcode"] == 0x0B and f["initiator_restart_token"] != 0 and f["match_bits"] == 5
+
+
+def test_b14_datagram_uses_standard_header():
+    a = packets()
+    a.datagram("b", b"dgram")
+    (p,) = a.packets_to_send()
+    assert p.next_hdr == NH_STD and p.ses["opcode"] == 7
+
+
+def test_d1_every_opcode_is_supported_or_listed_unsupported():
+    defined = set(SES_OPCODE.table)
+    assert defined == set(range(16))
+    assert SUPPORTED_OPCODES | UNSUPPORTED_OPCODES == defined
+    assert not SUPPORTED_OPCODES & UNSUPPORTED_OPCODES
+    assert {SES_OPCODE.table[o] for o in UNSUPPORTED_OPCODES} == {"TSEND_ATOMIC", "TSEND_FETCH_ATOMIC"}
+
+
+def test_s3_message_ids_are_not_reused_while_outstanding():
+    a = packets()
+    a._next_mid = 65535
+    h1 = a.send("b", b"1")
+    a.send("b", b"2")
+    ids = [p.message_id for p in a.packets_to_send()]
+    assert ids == [65535, 1] and h1 == 1
