@@ -110,6 +110,41 @@ Close, C.7
       MSL (``close_msl``) it keeps answering: a repeated CLOSE or old PSN is ACKed again, a PSN
       beyond the CLOSE PSN gets NACK CLOSING (0x10).
 
+SES sublayer (issue 5; attach_ses; without one everything above is as it was)
+  X1  C.8 / D.2: each SesPacket the SES queues (operations; read data and DEFERRABLE_RTR from the
+      target side) is sent as one request on the RUD/ROD PDC to its ``peer`` address (``mode`` of
+      attach_ses; key job 0, TC 0), its SES header, extension and payload verbatim (SesOut); the
+      SES cuts messages at its mtu, which must not exceed the PDS mtu. No SendComplete /
+      MessageFailed events for them: the SES reports operations (OperationComplete/Failed).
+  X2  W5 with an SES attached: every request with next_hdr 1-6 goes to ``ses_layer.
+      receive_bytes(nh, bytes after the PDS header, peer=source address, request_ref=PSN)``
+      (RUD: on arrival; ROD: in PSN order, W4); the SEND reassembly of MessageLayer is not used.
+      W5's NO_SES_MSG_AVAIL stays: a packet of a multi-packet message (standard header, not
+      SOM + EOM) that is not in the SES's reassembly while ``max_rx_messages`` messages are (per
+      endpoint here) gets that NACK and stays unreceived. Buffer shortages are the SES's return
+      codes (NO_MATCH for a full unexpected list, D.8), so no NO_PKT_BUFFER. The hot path never
+      applies (no message is ever in MessageLayer's reassembly): every request goes the general
+      way.
+  X3  C.3 / D.7: the response the SES returns for a PSN is kept (next_hdr 4, 5 or 6 + bytes;
+      the last 2 x window of them, choice) and rides on every ACK whose ACK_PSN is that PSN: the
+      first, a W2 duplicate's, an ACK_REQ's (C.4). A response made when ROD releases a buffered
+      PSN goes at once on an ACK of that PSN.
+  X4  C.3: an ACK with next_hdr 4-6 on the initiator: the bytes after the ACK header go to
+      ``ses_layer.receive_bytes`` with message_id = the SES message id of the request at ACK_PSN
+      (I1 of uet/ses/endpoint.py); next_hdr 5 requests (read data) arrive through X2. One whose
+      ACK_PSN names no SES request still waiting (X5) is a repeat: dropped and counted
+      (``stale_ses_response``), so a late copy never completes a newer operation that reuses
+      the message id. An ACK of a plain send_message request keeps W5's handling.
+  X5  choice (a cumulative ACK can cover a PSN whose own ACK, carrying the response, was lost):
+      when the requests of an operation are all CACKed and the SES still waits for its response
+      (``SesEndpoint.pending``), the initiator sends ACK_REQ (ctl 1) for each of its PSNs after
+      2 RTO, then 4, 8, and 16 RTO apart; the target answers with the stored response (X3).
+      After 4 x ``max_rto_retx`` tries (each ACK_REQ and its answer take an entropy, so a failed
+      path can eat several in a row) the operation fails (transport_failed). Close (C1) waits
+      for these.
+  X6  C.5 / C.7: a PDC closed in error fails the SES operations of its requests
+      (``ses_layer.transport_failed``, RC UNDELIVERABLE).
+
 Hot paths (design.md "Performance"; the rules above are unchanged by them)
   The common cases - a request for an established PDC carrying a SEND standard header for a
   message already in reassembly (receive_datagram -> _accept), the ACK_CC that answers it, and
@@ -142,7 +177,7 @@ from ..wire.enums import NACK_CODE
 from . import events as ev
 from .config import CE, DSCP_CONTROL, DSCP_TRIMMED, ECT0, NOT_ECT, DatagramMeta, PdsConfig
 from .fastwire import chain_packer, chain_reader, fast
-from .messages import _STD_MID, SEND, SES_STD_SIZE, MessageLayer, OutMessage
+from .messages import _STD_MID, SEND, SES_STD_SIZE, MessageLayer, OutMessage, SesOut
 
 M32 = 0xFFFFFFFF
 H32 = 0x80000000  # pdiff(a, b) == ((a - b + H32) & M32) - H32, inlined on the hot paths
@@ -366,6 +401,10 @@ class Initiator:
         self.ctl_q: deque = deque()
         self.queue: deque = deque()
         self.msgs: dict[int, OutMessage] = {}
+        # X5: SES operations whose requests are all CACKed but whose response has not arrived:
+        # SES message id -> [PSNs, deadline, tries]; and PSN -> SES message id for those PSNs
+        self.ses_wait: dict[int, list] = {}
+        self.ses_psn: dict[int, int] = {}
         self.next_mid = 1
         self.inflight = 0
         self.cc = cfg.cc_factory(cfg)
@@ -428,7 +467,7 @@ class Initiator:
         self.queue.append(msg)
 
     def busy(self) -> bool:
-        return bool(self.queue or self.recs or self.ctl_q)
+        return bool(self.queue or self.recs or self.ctl_q or self.ses_wait)
 
     # --- timers ---------------------------------------------------------------------------
     def _rto(self) -> float:
@@ -463,6 +502,10 @@ class Initiator:
 
     def deadline(self) -> float:
         t = self.delayed[0][0] if self.delayed else INF
+        if self.ses_wait:
+            for w in self.ses_wait.values():
+                if w[1] < t:
+                    t = w[1]
         if self.recs:
             if self.rack_at < t:
                 t = self.rack_at
@@ -495,6 +538,8 @@ class Initiator:
                 else:
                     keep.append((at, psn))
             self.delayed = keep
+        if self.ses_wait:
+            self._ses_timer(now)
         if not self.recs:
             return
         if self.rack_at <= now:
@@ -507,6 +552,31 @@ class Initiator:
         elif (r is not None and not self.tlp_pending and self.tlp_count < self.cfg.max_tail_loss_retx
               and self.last_tx + self._pto() <= now):
             self._on_tlp(now)
+
+    def _ses_timer(self, now: float) -> None:
+        """X5: ask again (ACK_REQ, C.4) for the ACKs of an operation's PSNs when its SES
+        response has not come; after ``max_rto_retx`` tries the operation fails."""
+        sl = self.ep.ses_layer
+        for mid, w in list(self.ses_wait.items()):
+            if sl is None or not sl.pending(mid):
+                self._ses_settle(mid)
+                continue
+            if w[1] > now:
+                continue
+            if w[2] >= 4 * self.cfg.max_rto_retx:
+                self._ses_settle(mid)
+                sl.transport_failed(mid, "no SES response")
+                continue
+            w[2] += 1
+            w[1] = now + 2 * self._rto() * (1 << min(w[2], 3))
+            for psn in w[0]:
+                self.ctl_q.append((CTL_ACK_REQ, psn, 0, True))
+
+    def _ses_settle(self, mid: int) -> None:
+        w = self.ses_wait.pop(mid, None)
+        if w is not None:
+            for psn in w[0]:
+                self.ses_psn.pop(psn, None)
 
     def _on_rto(self, now: float, rto: float) -> None:
         ep = self.ep
@@ -646,7 +716,8 @@ class Initiator:
         queue = self.queue
         if queue:
             self._fill_new(now, out)
-        if self.close_wanted and self.close_psn is None and not self.recs and not self.queue:
+        if (self.close_wanted and self.close_psn is None and not self.recs and not self.queue
+                and not self.ses_wait):
             psn = self.next_psn
             self.next_psn = (psn + 1) & M32
             r = _Rec(psn, None, 0, 0, True, CTL_CLOSE)
@@ -862,8 +933,23 @@ class Initiator:
                 self._rtt_sample(now - ack_rec.sent, now)
         if mpr is not None:
             self.peer_range = (mpr if mpr > 1 else 1) * 128
+        sl = ep.ses_layer
+        if nh and sl is not None and (ack_rec is None or isinstance(ack_rec.msg, SesOut)):
+            # X4: an SES response on the ACK goes to the SES sublayer, attributed by the PSN
+            if ack_rec is not None:
+                mid = ack_rec.msg.ses_mid
+            elif ack_off is not None:
+                mid = self.ses_psn.get((cack + ack_off) & M32)
+            else:
+                mid = None
+            if mid is None:
+                ep.stats["stale_ses_response"] += 1  # its operation already had its response
+            else:
+                sl.receive_bytes(nh, data[off:], peer=self.peer, message_id=mid)
+                if mid in self.ses_wait and not sl.pending(mid):
+                    self._ses_settle(mid)
         # SES response carried by the ACK (W5): fail the message it names
-        if nh == 4:
+        elif nh == 4:
             try:
                 rsp, _ = _RSP.decode(data, off)
                 rc = rsp["return_code"]
@@ -914,7 +1000,7 @@ class Initiator:
                     if msg is not None:
                         msg.unacked -= 1
                         if msg.unacked == 0 and msg.all_queued:
-                            ep._message_done(self, msg)
+                            ep._message_done(self, msg, r.psn, now)
                     elif r.ctl == CTL_CLOSE:
                         self.inflight = inflight
                         self.rtt_hi, self.rtt_hi_t = rtt_hi, rtt_hi_t
@@ -1097,6 +1183,8 @@ class Target:
         self.rod_buf: dict[int, Any] = {}
         self.next_deliver = start_psn
         self.rx_msgs: dict[int, Any] = {}
+        self.ses_rsps: dict[int, tuple[int, bytes]] = {}  # X3: PSN -> (next_hdr, SES response)
+        self.ses_late: list[int] = []  # X3: PSNs whose response was made since the last ACK
         self.clear_psn = (start_psn - 1) & M32
         self.close_psn: int | None = None
         self.last_rx = 0.0
@@ -1167,6 +1255,9 @@ class Endpoint:
         self._timer: float | None = None
         self._timer_dirty = True
         self.ses = MessageLayer(self)
+        #: the SES sublayer (a uet.ses.SesEndpoint) when attached with attach_ses (X1-X6)
+        self.ses_layer: Any = None
+        self.ses_mode = "rud"
 
     # --- public API -----------------------------------------------------------------------
     @property
@@ -1193,6 +1284,14 @@ class Endpoint:
         first use. Raises RuntimeError when the PDC limit is reached."""
         if mode not in ("rud", "rod"):
             raise ValueError("mode must be 'rud' or 'rod'")
+        pdc = self._initiator_for(dst, mode, job_id, tc)
+        self._handles += 1
+        msg = OutMessage(self._handles, bytes(data) if not isinstance(data, bytes) else data,
+                         job_id, pid_on_fep, resource_index)
+        pdc.add_message(msg)
+        return msg.handle
+
+    def _initiator_for(self, dst: str, mode: str, job_id: int, tc: int) -> "Initiator":
         self._timer_dirty = True
         key = (mode, job_id, self.address, dst, tc)
         pdc = self._init_by_key.get(key)
@@ -1204,11 +1303,32 @@ class Endpoint:
             self._pdcs[pdcid] = pdc
             self._inits[pdcid] = pdc
             self._init_by_key[key] = pdc
-        self._handles += 1
-        msg = OutMessage(self._handles, bytes(data) if not isinstance(data, bytes) else data,
-                         job_id, pid_on_fep, resource_index)
-        pdc.add_message(msg)
-        return msg.handle
+        return pdc
+
+    def attach_ses(self, ses: Any, *, mode: str = "rud") -> None:
+        """Attach an SES sublayer (uet.ses.SesEndpoint): from now on every request with an SES
+        header is handed to it (X2), and the packets it queues (operations, read data) are sent
+        over ``mode`` PDCs to their ``peer`` address (X1). Its SesConfig.mtu must not exceed
+        this endpoint's mtu."""
+        if mode not in ("rud", "rod"):
+            raise ValueError("mode must be 'rud' or 'rod'")
+        if ses.config.mtu > self.config.mtu:
+            raise ValueError("the SES mtu must not exceed the PDS mtu "
+                             "(one SES packet, one request)")
+        self.ses_layer = ses
+        self.ses_mode = mode
+
+    def _pump_ses(self) -> None:
+        """X1: the SES sublayer's queued packets become PDS requests, one packet each."""
+        for pkt in self.ses_layer.packets_to_send():
+            try:
+                pdc = self._initiator_for(str(pkt.peer), self.ses_mode, 0, 0)
+            except RuntimeError:
+                if pkt.next_hdr in (1, 2, 3):
+                    self.ses_layer.transport_failed(pkt.message_id, "PDC limit reached")
+                continue
+            self._handles += 1
+            pdc.add_message(SesOut(self._handles, pkt))
 
     def close(self, dst: str | None = None, *, pdcid: int | None = None) -> None:
         """Close initiator PDCs (to ``dst``, or the one ``pdcid``) once everything is acknowledged
@@ -1239,6 +1359,8 @@ class Endpoint:
         """The datagrams to put on the wire now. The metadata objects may be shared between
         datagrams (one per entropy value or reply direction): treat them as read-only."""
         self._now = now
+        if self.ses_layer is not None:
+            self._pump_ses()
         out = self._out
         self._out = []
         if self._inits:
@@ -1338,7 +1460,7 @@ class Endpoint:
                     self._stats["stale_ack"] += 1
                     return
                 ini.on_ack(cack, None if p else aoff, spdcid, mpr, nh, bm, soff, m, req,
-                           (_ACK_CC, data, end), data[:end] if nh == 4 else b"", _ACKCC_SIZE,
+                           (_ACK_CC, data, end), data[:end] if nh else b"", _ACKCC_SIZE,
                            meta, now)
             else:
                 self._timer_dirty = True
@@ -1445,7 +1567,7 @@ class Endpoint:
                 self.stats["stale_ack"] += 1
                 return
             ini.on_ack(cack, None if p else aoff, spdcid, mpr, nh, bm, soff, m, req,
-                       (_ACK_CC, data, end), data[:end] if nh == 4 else b"", _ACKCC_SIZE, meta,
+                       (_ACK_CC, data, end), data[:end] if nh else b"", _ACKCC_SIZE, meta,
                        now)
         elif ptype == ACK or ptype == ACK_CCX:
             codec = _ACK if ptype == ACK else _ACK_CCX
@@ -1586,6 +1708,13 @@ class Endpoint:
         ar = f["ar"]
         newcack = t.cack
         rsp = item if code < 0 else None
+        if t.ses_late:
+            # X3: responses made now for PSNs other than this one (ROD released them from the
+            # reorder buffer) go at once, each on an ACK of its own PSN
+            late, t.ses_late = t.ses_late, []
+            for lp in late:
+                if lp != psn:
+                    self._send_ack(t, meta, lp, False, False)
         if (ar or f["syn"] or rsp is not None or (ce and cfg.ack_on_ecn)
                 or t.bytes_since_ack >= cfg.ack_gen_trigger or cfg.ack_per_packet):
             self._send_ack(t, meta, psn, f["retx"], ce, rsp)
@@ -1634,7 +1763,8 @@ class Endpoint:
         plain = cfg.ack_type == "ack"
         soff = ((sb - cack + H32) & M32) - H32
         rmeta = self._reply_to(meta)
-        if (rsp is None and probe is None and t.ack_const is not None
+        sr = t.ses_rsps.get(psn) if t.ses_rsps else None  # X3
+        if (rsp is None and sr is None and probe is None and t.ack_const is not None
                 and (plain or -32768 <= soff <= 32767)):
             # the common ACK: per-PDC constant | the fields of this one
             if plain:
@@ -1659,6 +1789,8 @@ class Endpoint:
             f["ack_psn_offset"] = aoff
         if rsp is not None:
             f["next_hdr"] = 4
+        elif sr is not None:
+            f["next_hdr"] = sr[0]
         if plain:
             f["type"] = ACK
             var = _ACK_P_VAR if probe is not None else _ACK_VAR
@@ -1674,6 +1806,8 @@ class Endpoint:
         if rsp is not None:
             rc, mid = rsp
             parts.append(_RSP.encode({"opcode": 1, "return_code": rc, "message_id": mid}))
+        elif sr is not None:
+            parts.append(sr[1])
         self._out.append((seal(parts, rmeta), rmeta))
         self._n_acks += 1
 
@@ -1833,19 +1967,39 @@ class Endpoint:
         if p.closed:
             return
         self._remove_initiator(p)
+        sl = self.ses_layer
         for m in p.msgs.values():
             if not m.done and not m.failed:
                 m.failed = True
+                if isinstance(m, SesOut):  # X6
+                    if m.is_req and sl is not None:
+                        sl.transport_failed(m.ses_mid, reason)
+                    continue
                 self._events.append(ev.MessageFailed(m.handle, p.pdcid, m.message_id, reason))
         p.msgs.clear()
+        for mid in list(p.ses_wait):
+            p._ses_settle(mid)
+            if sl is not None:
+                sl.transport_failed(mid, reason)
         for r in p.recs.values():
             r.state = ACKED
         p.recs.clear()
         p.queue.clear()
         self._events.append(ev.PdcClosed(p.pdcid, p.peer, "initiator", True, reason))
 
-    def _message_done(self, p: Initiator, msg: OutMessage) -> None:
+    def _message_done(self, p: Initiator, msg: OutMessage, psn: int = 0, now: float = 0.0) -> None:
         msg.done = True
         p.msgs.pop(msg.handle, None)
+        if isinstance(msg, SesOut):
+            # X5: the request is CACKed; if its operation still waits for a response, remember
+            # the PSN so that the response can be asked for again
+            sl = self.ses_layer
+            if msg.is_req and sl is not None and sl.pending(msg.ses_mid):
+                w = p.ses_wait.get(msg.ses_mid)
+                if w is None:
+                    w = p.ses_wait[msg.ses_mid] = [[], now + 2 * p._rto(), 0]
+                w[0].append(psn)
+                p.ses_psn[psn] = msg.ses_mid
+            return
         if not msg.failed:
             self._events.append(ev.SendComplete(msg.handle, p.pdcid, msg.message_id, msg.length))

@@ -16,6 +16,13 @@ Reassembly uses :class:`uet.native.Reassembly`.
 The endpoint's hot path (:meth:`uet.pds.Endpoint.receive_datagram`) handles the common case - a
 SEND standard header for a message already in reassembly - inline, reading only the header fields
 it needs; whatever it does not handle comes here, with identical results.
+
+SES integration (issue 5; uet-facts C.3, C.8, D.7; rules X1-X6 in uet/pds/endpoint.py): when the
+endpoint has an SES sublayer (``Endpoint.ses_layer``, a :class:`uet.ses.SesEndpoint`), ``admit``
+hands every request with an SES header (next_hdr 1-6) to it instead of the SEND reassembly here,
+and ``deliver`` calls ``ses_layer.receive_bytes`` (RUD: on arrival; ROD: in PSN order) and keeps
+the response it returns for the ACK of that PSN. :class:`SesOut` carries one
+:class:`uet.ses.SesPacket` as one PDS request (its header and payload verbatim).
 """
 
 from __future__ import annotations
@@ -111,6 +118,38 @@ class OutMessage:
         return self.ses_int(off, ln, eom).to_bytes(self.ses_size, "big")
 
 
+class SesOut(OutMessage):
+    """One SES packet sent as one PDS request (X1): the header bytes (SES header + extension)
+    and payload are the packet's, so the PDS never re-encodes them. The SES packet must fit one
+    PDS packet (SesConfig.mtu <= PdsConfig.mtu)."""
+
+    __slots__ = ("ses_mid", "is_req", "_hdr_int")
+
+    def __init__(self, handle: int, pkt: Any):
+        super().__init__(handle, bytes(pkt.payload))
+        hdr = pkt.header_bytes()
+        self.nh = pkt.next_hdr
+        self.ses_size = len(hdr)
+        self._hdr_int = int.from_bytes(hdr, "big")
+        self.ses_mid = pkt.message_id
+        self.is_req = pkt.next_hdr in (1, 2, 3)
+
+    def prepare(self, cfg: Any) -> None:
+        return None
+
+    def ses_int(self, off: int, ln: int, eom: bool, *_: Any) -> int:  # type: ignore[override]
+        return self._hdr_int
+
+    def ses_mid_const(self) -> int:
+        return self._hdr_int
+
+    def ses_header(self, off: int, ln: int, eom: bool) -> bytes:
+        return self._hdr_int.to_bytes(self.ses_size, "big")
+
+
+_SES_ITEM = object()  # first element of an admitted item bound for the SES sublayer
+
+
 class _RxMsg:
     """One message in reassembly. ``got`` mirrors ``asm.received`` (the sum of what ``place``
     reported new), so completion is a comparison instead of a call into the reassembly engine."""
@@ -136,6 +175,13 @@ class MessageLayer:
         self.buffered = 0
 
     def admit(self, t: Any, data: bytes, off: int, end: int, nh: int) -> tuple[int, Any]:
+        sl = self.ep.ses_layer
+        if sl is not None and 1 <= nh <= 6:  # X2: the SES sublayer takes it
+            if nh == 3 and sl.in_reassembly >= self.cfg.max_rx_messages:
+                f, _ = _STD.decode(data, off)
+                if not (f["som"] and f["eom"]) and not sl.reassembling(t.peer, f["message_id"]):
+                    return NACK_NO_SES_MSG_AVAIL, None  # a new message beyond the limit (B.11)
+            return 0, (_SES_ITEM, nh, bytes(data[off:end]))
         if nh == 3:
             f, size = _STD.decode(data, off)
         elif nh == 1:
@@ -185,6 +231,9 @@ class MessageLayer:
     def deliver(self, t: Any, item: Any, psn: int, now: float) -> None:
         if item is None:
             return
+        if item[0] is _SES_ITEM:
+            self.deliver_ses(t, item[1], item[2], psn)
+            return
         rx, mo, payload, f = item
         ep = self.ep
         if self.cfg.packet_events:
@@ -198,6 +247,17 @@ class MessageLayer:
             rx.got += rx.asm.place(mo, payload)
         if rx.got == rx.length and t.rx_msgs.get(rx.mid) is rx:
             self.complete(t, rx)
+
+    def deliver_ses(self, t: Any, nh: int, data: bytes, psn: int) -> None:
+        """X2/X3: one SES packet to the SES sublayer; its response is kept for the ACK of
+        ``psn`` (bounded: the oldest are forgotten beyond two windows, a choice)."""
+        rsp = self.ep.ses_layer.receive_bytes(nh, data, peer=t.peer, request_ref=psn)
+        if rsp is not None:
+            store = t.ses_rsps
+            store[psn] = (rsp.next_hdr, rsp.to_bytes())
+            if len(store) > 2 * t.size:
+                del store[next(iter(store))]
+            t.ses_late.append(psn)
 
     def complete(self, t: Any, rx: _RxMsg) -> None:
         """Hand a whole message up: a bytes copy, or with ``zero_copy_delivery`` the reassembly

@@ -17,7 +17,9 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision)
       the others with OP_VIOLATION).
   U3  C.8: the initiator holds all state: a per-packet RTO (``rto`` = C.9 RTO_INIT_TIMER 1 ms,
       doubled per resend up to ``rto_max``, choice); on expiry the request is resent with RETX;
-      after ``max_retx`` (C.9 MAX_RTO_RETX_CNT 5) resends it fails (RudiRequestFailed).
+      after ``max_retx`` (C.9 MAX_RTO_RETX_CNT 5) resends it fails (RudiRequestFailed). Choice:
+      every resend takes the next entropy value (UDP source port), so that one failed path
+      cannot eat every copy of a request (found by ``uet sim --mode rudi --fail-path``).
   U4  B.13 "not sequential": pkt_ids are drawn at random (seeded, design.md principle 5), unique
       among this endpoint's outstanding requests.
   U5  B.10 / B.11: a NACK with NT = 1 names the pkt_id, SPDCID = DPDCID = 0. The initiator reacts
@@ -238,6 +240,10 @@ class RudiEndpoint:
             heapq.heappush(self._timers, (o.deadline, o.pkt_id, o.gen))
             o.nack_wait = True
             return
+        if retx:  # U3: a resend takes the next entropy value (another path)
+            n = max(1, self.config.entropy_values)
+            o.sport = self.config.entropy_base + self._next_entropy % n
+            self._next_entropy += 1
         hdr = bytes((RUDI_REQ << 3 | o.next_hdr >> 1, (o.next_hdr & 1) << 7 | (0x10 if retx else 0),
                      0, 0)) + o.pkt_id.to_bytes(4, "big")
         meta = DatagramMeta(self.address, o.dst, o.sport, o.dport, ECT0, DSCP_DATA)

@@ -377,6 +377,21 @@ class SesEndpoint:
     def outstanding(self) -> int:
         return len(self._ops)
 
+    def reassembling(self, peer: Any, message_id: int) -> bool:
+        """Whether a multi-packet message (peer, message_id) is in reassembly at this target."""
+        return (peer, message_id) in self._rx
+
+    @property
+    def in_reassembly(self) -> int:
+        """Multi-packet messages in reassembly (a transport may refuse new ones beyond a limit:
+        uet/pds/endpoint.py X2)."""
+        return len(self._rx)
+
+    def pending(self, message_id: int) -> bool:
+        """Whether an operation with this message id still waits for its response (a transport
+        that may lose responses asks again while this holds: uet/pds/endpoint.py X5)."""
+        return message_id in self._ops
+
     def _handle(self) -> int:
         h = self._next_handle
         self._next_handle += 1

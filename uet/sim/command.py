@@ -14,10 +14,14 @@ import sys
 from typing import Sequence
 
 from ..cliargs import fail_spec, fraction, size
+from .ses_ops import MODE_OPS, MODES, OPS
 from .simulator import SimConfig, Simulator
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser, *, ses: bool = False) -> None:
+    """The transfer and impairment options; ``ses`` adds what only the simulator runs (``--op``,
+    ``--mode rudi|uud``). Without it the options are the ones ``uet demo`` reuses (uet.demo.options),
+    which carries plain RUD/ROD messages only."""
     p.add_argument("--bytes", type=size, default=4 << 20, help="bytes to transfer (default 4MiB; k/m/g suffixes)")
     p.add_argument("--messages", type=int, default=1, help="split the bytes into this many messages")
     p.add_argument("--mtu", type=int, default=4096, help="payload bytes per packet (default 4096)")
@@ -31,7 +35,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corrupt", type=fraction, default=0.0, help="fraction of packets with a flipped bit")
     p.add_argument("--fail-path", type=fail_spec, action="append", default=[], metavar="I@T",
                    help="path I fails at T microseconds (repeatable)")
-    p.add_argument("--mode", choices=("rud", "rod"), default="rud")
+    if ses:
+        p.add_argument("--mode", choices=MODES, default="rud",
+                       help="rud, rod (PDCs); rudi (--op write|read), uud (datagrams: --op send)")
+        p.add_argument("--op", choices=OPS, default="send",
+                       help="send: plain PDS messages; tsend/write/read/atomic: SES operations "
+                            "(--messages of them; atomic: that many fetching SUMs), checked by "
+                            "hash or model")
+    else:
+        p.add_argument("--mode", choices=("rud", "rod"), default="rud")
     p.add_argument("--spray", choices=("rr", "random", "single"), default="rr",
                    help="entropy selection: round-robin, random, or one value (ECMP)")
     p.add_argument("--entropies", type=int, default=64, help="entropy values to spray over (default 64)")
@@ -45,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def register(subparsers) -> None:
     p = subparsers.add_parser("sim", help="run a transfer through the simulated multipath fabric",
                               description=__doc__)
-    add_arguments(p)
+    add_arguments(p, ses=True)
     p.set_defaults(func=run_command)
 
 
@@ -53,7 +65,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
     return SimConfig(bytes=args.bytes, messages=args.messages, mtu=args.mtu, paths=args.paths,
                      rate_gbps=args.rate, rtt_us=args.rtt, loss=args.loss, trim=args.trim,
                      reorder=args.reorder, dup=args.dup, corrupt=args.corrupt, fail=list(args.fail_path),
-                     mode=args.mode, spray=args.spray, entropy_values=args.entropies,
+                     mode=args.mode, op=getattr(args, "op", "send"), spray=args.spray, entropy_values=args.entropies,
                      window_bytes=args.window, seed=args.seed)
 
 
@@ -66,7 +78,11 @@ def replay_command(args: argparse.Namespace) -> str:
             words += [f"--{name}", repr(v)]
     for i, t in args.fail_path:
         words += ["--fail-path", f"{i}@{t:g}"]
-    words += ["--mode", args.mode, "--spray", args.spray, "--entropies", str(args.entropies)]
+    words += ["--mode", args.mode]
+    op = getattr(args, "op", "send")
+    if op != "send":
+        words += ["--op", op]
+    words += ["--spray", args.spray, "--entropies", str(args.entropies)]
     if args.window:
         words += ["--window", str(args.window)]
     words += ["--seed", str(args.seed)]
@@ -81,6 +97,11 @@ def run_command(args: argparse.Namespace) -> int:
             return 2
     if args.rate <= 0 or args.rtt <= 0 or args.bytes < 0:
         print("uet sim: --rate and --rtt must be positive, --bytes not negative", file=err)
+        return 2
+    op = getattr(args, "op", "send")
+    if op not in MODE_OPS[args.mode]:
+        print(f"uet sim: --op {op} does not run over --mode {args.mode} "
+              f"(it takes {', '.join(MODE_OPS[args.mode])})", file=err)
         return 2
     cfg = config_from_args(args)
     pcap = open(args.pcap, "wb") if args.pcap else None
@@ -103,5 +124,5 @@ def run_command(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="uet sim", description=__doc__)
-    add_arguments(p)
+    add_arguments(p, ses=True)
     return run_command(p.parse_args(argv))

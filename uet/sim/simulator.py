@@ -24,6 +24,11 @@ The event loop is a heap of (time, seq, host, frame, flags); a timer is an entry
 Ground truth for the summary: the simulator records which (PDC, PSN) requests reached B intact, so
 a retransmission that arrives when an earlier copy already had is counted as spurious.
 
+SES operations (``op`` other than "send", uet.sim.ses_ops): both hosts get an SES sublayer
+attached to their PDS endpoint (uet/pds/endpoint.py X1-X6); A runs ``messages`` operations of the
+kind against B, the run ends when they are complete and every PDC is closed, and ``ok`` is the
+workload's check (target memory, read data or tagged receives by hash; atomics against a model).
+
 Cost (design.md "Performance"): the payload to send and its expected digests are made when the
 simulator is built; ``run`` (and ``wall_time_s``) covers the transfer and the check of what arrived.
 The 42 header bytes of a frame are cached per (addresses, ports, DSCP, ECN, length), and the
@@ -46,6 +51,7 @@ from ..pds import events as ev
 from ..pds.endpoint import nack_name
 from ..wire.enums import CTL_TYPE, PDS_TYPE
 from .frames import HDRS, Framer, PcapWriter, set_ce, trim
+from .ses_ops import MuxEndpoint, SesWorkload
 
 A_ADDR, B_ADDR = "10.0.0.1", "10.0.0.2"
 INF = float("inf")
@@ -70,6 +76,7 @@ class SimConfig:
     corrupt: float = 0.0
     fail: list[tuple[int, float]] = field(default_factory=list)  # (path, time in us)
     mode: str = "rud"
+    op: str = "send"                         # send (plain PDS messages) or an SES operation
     spray: str = "rr"
     entropy_values: int = 64
     window_bytes: int | None = None          # None: 1.5 x BDP of all paths, at least 64 KiB
@@ -180,6 +187,8 @@ class Simulator:
         # the workload: messages and the digests they must arrive with
         data = random.Random(cfg.seed ^ 0x5EED).randbytes(cfg.bytes)
         n = max(1, cfg.messages)
+        if cfg.mode in ("rudi", "uud"):  # single-packet requests only (C.8)
+            n = max(n, -(-cfg.bytes // cfg.mtu))
         bounds = [cfg.bytes * i // n for i in range(n + 1)]
         self.msgs = [data[bounds[i]:bounds[i + 1]] for i in range(n)]
         self.want = [(len(m), native.crc32c(m)) for m in self.msgs]
@@ -417,7 +426,17 @@ class Simulator:
         msgs, want = self.msgs, self.want
         n = len(msgs)
         a, b = self.a, self.b
-        handles = {a.ep.send_message(B_ADDR, m, mode=cfg.mode): i for i, m in enumerate(msgs)}
+        wl = None
+        if cfg.op != "send" or cfg.mode == "uud":
+            # SES operations (uet.sim.ses_ops): the operations are the workload, checked there
+            wl = SesWorkload(cfg.op, msgs, a.ep, b.ep, B_ADDR, mtu=cfg.mtu, mode=cfg.mode,
+                             seed=cfg.seed)
+            handles = {}
+            if cfg.mode in ("rudi", "uud"):
+                a.ep = MuxEndpoint(a.ep, wl.a, cfg.mode, cfg.seed * 2 + 1, cfg.mtu)
+                b.ep = MuxEndpoint(b.ep, wl.b, cfg.mode, cfg.seed * 2 + 2, cfg.mtu)
+        else:
+            handles = {a.ep.send_message(B_ADDR, m, mode=cfg.mode): i for i, m in enumerate(msgs)}
         pending = set(handles)
         # delivered messages: ROD must deliver message k k-th; RUD may reorder them
         unmatched: dict[tuple[int, int], list[int]] = {}
@@ -510,17 +529,32 @@ class Simulator:
                         failures.append(f"{host.name} PDC {e.pdcid} closed in error: {e.reason}")
                 if trace is not None:
                     self._log(f"{host.name} event {e!r:.200}")
-            if not pending and not close_sent:
+            if wl is not None:
+                if wl.poll():
+                    last_delivery = t
+                if not close_sent and wl.idle():
+                    close_sent = True
+                    a.ep.close()
+                    b.ep.close()  # its reverse PDCs (read data)
+                    flush(a)
+                    flush(b)
+            elif not pending and not close_sent:
                 close_sent = True
                 a.ep.close()
                 flush(a)
             flush(host)
-            if a_closed and b_closed:
+            if a_closed and b_closed and (wl is None or close_sent):
                 break
-            if failures and not pending:
+            if failures and not pending and (wl is None or wl.idle()):
                 break
         if pending and not failures:
             failures.append(f"stalled at {self.now:.6f}s with {len(pending)} message(s) unacknowledged")
+        nbytes = cfg.bytes
+        if wl is not None:
+            failures.extend(wl.check())
+            ok = not failures
+            nbytes = wl.bytes
+            got = list(range(n))
         wall = time.perf_counter() - wall0
         sim_time = last_delivery or self.now
         ok = not wrong and not failures and not pending and len(got) == n
@@ -529,14 +563,15 @@ class Simulator:
         nacks: dict[str, int] = dict(sorted(b.ep.nacks_sent.items()))
         for k, v in a.ep.nacks_sent.items():
             nacks[k] = nacks.get(k, 0) + v
-        return {
+        summary = {
             "ok": ok,
-            "bytes": cfg.bytes,
+            "bytes": nbytes,
             "messages": n,
             "mode": cfg.mode,
+            "op": cfg.op,
             "sim_time_s": sim_time,
             "wall_time_s": round(wall, 6),
-            "goodput_gbps": (cfg.bytes * 8 / sim_time / 1e9) if sim_time > 0 else 0.0,
+            "goodput_gbps": (nbytes * 8 / sim_time / 1e9) if sim_time > 0 else 0.0,
             "packets_sent": c["packets_a"],
             "packets_total": c["packets_a"] + c["packets_b"],
             "data_packets": self.data_pkts,
@@ -560,6 +595,12 @@ class Simulator:
             "failures": failures[:5],
             "seed": cfg.seed,
         }
+        if wl is not None:  # B also sends requests (read data on its reverse PDCs, X1)
+            summary["target_retransmissions"] = b.ep.stats["retransmissions"]
+        if wl is not None and wl.op == "send":  # UUD datagrams: some may be lost
+            summary["delivered"] = len(wl.received)
+            summary["sent"] = n
+        return summary
 
 
 def run(cfg: SimConfig, **kw: Any) -> dict[str, Any]:
