@@ -43,7 +43,7 @@ import heapq
 import random
 import socket
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .. import UET_UDP_PORT, native

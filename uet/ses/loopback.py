@@ -25,7 +25,7 @@ from typing import Any
 from ..pds.config import DatagramMeta
 from ..pds.rudi import DSCP_TRIMMED, RudiConfig, RudiEndpoint, RudiRequest, RudiRequestFailed, RudiResponse
 from ..pds.uud import UudDatagram, UudEndpoint
-from .endpoint import NH_STD, SesEndpoint, SesPacket
+from .endpoint import SesEndpoint, SesPacket
 
 
 class Loopback:
