@@ -14,10 +14,10 @@ b'hello'
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["LiveEndpoint", "Message", "SendFailed", "SendResult", "open_endpoint"]
+__all__ = ["LiveEndpoint", "Message", "SendFailed", "SendResult", "SesFailed", "open_endpoint"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .endpoint import LiveEndpoint, Message, SendFailed, SendResult, open_endpoint
+    from .endpoint import LiveEndpoint, Message, SendFailed, SendResult, SesFailed, open_endpoint
 
 
 def __getattr__(name: str) -> Any:

@@ -39,6 +39,27 @@ Choices (documented here because the facts are silent)
   * A datagram whose source port is none of ours (the core may name an entropy value it picked
     itself) is sent from the entropy socket ``sport % paths`` and its trailer is recomputed, as a
     NAT would (design.md "Defaults").
+
+SES operations (``open_endpoint(..., ses=True)``; issue 6)
+  * The endpoint gets a :class:`uet.ses.SesEndpoint` and drives it the way the simulator's
+    :class:`uet.sim.ses_ops.MuxEndpoint` does (its sorting of arriving datagrams is reused: types 4
+    and 5 and NACK with NT = 1 to a RudiEndpoint, 6 to a UudEndpoint, the rest to the PDS core,
+    M1 of uet/sim/ses_ops.py). The SES is attached to the core (X1-X6 of uet/pds/endpoint.py)
+    through a view whose queue this module fills, so that each operation picks its delivery mode
+    per call: "rud" / "rod" (PDCs of that mode), "rudi" (write and read only, C.8; split here
+    into single-packet operations of at most ``mtu`` bytes) and UUD for :meth:`LiveEndpoint.
+    datagram`. Packets the SES makes on its own (read data, DEFERRABLE_RTR at the target) go over
+    ``ses_mode`` (default "rud"; choice: the facts do not tie a response's PDC to the request's).
+  * API: ``write``, ``read``, ``atomic``, ``cswap``, ``tsend``, ``ses_send`` (awaitable, raise
+    :class:`SesFailed` with the return code name, e.g. BAD_MKEY), ``datagram``; target side
+    ``register``, ``deregister``, ``post_recv``. :meth:`LiveEndpoint.receive` returns SES
+    messages too (``tag`` set for tagged ones, ``op`` "send", "tsend" or "datagram"). With an SES
+    attached every arriving SEND goes through it (X2), so untagged messages need an untagged
+    posted receive: ``auto_recv`` (default 16) of them are kept posted, so that plain
+    :meth:`LiveEndpoint.send` keeps arriving at :meth:`receive`. Target-side completions
+    (RmaWriteDone, RmaReadDone, AtomicDone, MessageError, RecvFailed) are kept in
+    :attr:`LiveEndpoint.ses_events` (the last 1024).
+  * Without ``ses`` nothing above exists: the core is driven directly, as before.
 """
 
 from __future__ import annotations
@@ -59,8 +80,10 @@ from ..multipath import RandomSpray, RoundRobinSpray
 from ..pds import (DatagramMeta, Endpoint, MessageDelivered, MessageFailed, PdcClosed,
                    PdcEstablished, PdsConfig, SendComplete, seal)
 from . import sockets as S
+from ._ses import AMO_BY_NAME, DT_BY_NAME, SesHost, rc_name, ses_config
 
 INF = math.inf
+OP_MODES = ("rud", "rod", "rudi")  # delivery modes of SES operations (UUD: datagram only, C.8)
 REQ_TYPES = frozenset((2, 3, 13, 14))  # B.1 RUD/ROD requests (plain and CC)
 MSG_TRUNC = int(socket.MSG_TRUNC)
 
@@ -90,10 +113,25 @@ class SendFailed(Exception):
         self.handle = handle
 
 
+class SesFailed(SendFailed):
+    """An SES operation ended with a return code other than OK (D.8): ``rc_name`` (e.g.
+    "BAD_MKEY"), ``return_code``, ``op``, ``detail`` (the SES's reason)."""
+
+    def __init__(self, op: str, return_code: int, reason: str, handle: int = 0):
+        self.op = op
+        self.return_code = return_code
+        self.rc_name = rc_name(return_code)
+        self.detail = reason
+        super().__init__(f"{op} failed: {self.rc_name} (0x{return_code:02X}) {reason}".rstrip(),
+                         handle)
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One delivered message: its bytes, the initiator's address and the ids that name it.
-    ``data`` is bytes, or (multi-packet messages, no copy) the reassembly buffer, a bytearray."""
+    ``data`` is bytes, or (multi-packet messages, no copy) the reassembly buffer, a bytearray.
+    Through the SES (``ses=True``): ``tag`` is the match bits of a tagged send (None otherwise),
+    ``op`` "send", "tsend" or "datagram", ``pdcid`` 0."""
     data: bytes | bytearray
     peer: str
     pdcid: int
@@ -101,6 +139,8 @@ class Message:
     job_id: int = 0
     pid_on_fep: int = 0
     resource_index: int = 0
+    tag: int | None = None
+    op: str = "send"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +187,14 @@ class LiveEndpoint:
 
     def __init__(self, core: Endpoint, uet_sock: _Sock | None, entropy: list[_Sock], *,
                  peer_port: int, batch: int = 64, max_inbox: int = 1024,
-                 recv_bufsize: int = 65535):
+                 recv_bufsize: int = 65535, host: Any = None, auto_recv: int = 16):
         self.core = core
+        #: the sans-IO object the sockets and the timer drive: the core, or (ses=True) the SesHost
+        self.host = host if host is not None else core
+        self.ses = getattr(host, "ses", None)
+        self._ses_waiters: dict[int, _Waiter] = {}
+        self._auto_recv: set[int] = set()
+        self.ses_events: deque = deque(maxlen=1024)
         self.local = core.address
         self.peer_port = peer_port
         self.uet_sock = uet_sock
@@ -172,6 +218,9 @@ class LiveEndpoint:
         self._first_tx: float | None = None
         self._clock = trio.current_time
         self.skip_close = False  # True: leave open_endpoint without closing the PDCs (C.7)
+        if self.ses is not None:
+            for _ in range(auto_recv):
+                self._auto_recv.add(self.ses.post_recv())
 
     # --- public API -----------------------------------------------------------------------
     @property
@@ -201,9 +250,10 @@ class LiveEndpoint:
                     **ses: Any) -> int:
         """Queue one message and start sending it; returns the handle :meth:`wait` takes.
 
-        ``op`` and further keyword arguments are the seam for the SES operations of a later issue
-        (tagged send: ``op="tsend", match_bits=...``; RMA write/read; atomics); only ``op="send"``
-        (SES SEND, D.1 0x05) is implemented."""
+        ``op`` and further keyword arguments are reserved; only ``op="send"`` (SES SEND, D.1
+        0x05) is taken. The SES operations are methods of an endpoint opened with ``ses=True``:
+        :meth:`tsend`, :meth:`write`, :meth:`read`, :meth:`atomic`, :meth:`cswap`,
+        :meth:`ses_send`, :meth:`datagram`."""
         if op != "send" or ses:
             raise NotImplementedError(f"SES operation {op!r} {sorted(ses)} is not implemented yet; "
                                       "only op='send'")
@@ -244,6 +294,185 @@ class LiveEndpoint:
     def receive_nowait(self) -> Message | None:
         return self._take() if self._inbox else None
 
+    # --- SES operations (ses=True) -----------------------------------------------------------
+    def _need_ses(self) -> Any:
+        if self.ses is None:
+            raise RuntimeError("this endpoint has no SES: open it with open_endpoint(..., ses=True)")
+        return self.ses
+
+    def _start_op(self, mode: str, fn: Any, *args: Any, **kw: Any) -> int:
+        """Start one SES operation whose packets go over ``mode``; returns its handle."""
+        if mode not in OP_MODES:
+            raise ValueError(f"mode must be one of {OP_MODES} (UUD: datagram()), not {mode!r}")
+        self._need_ses()
+        host = self.host
+        host.route()            # what the SES queued before goes its own way
+        handle = fn(*args, **kw)
+        host.route(mode)        # this operation's packets
+        self._ses_waiters[handle] = _Waiter()
+        self._service()
+        return handle
+
+    async def _wait_op(self, handle: int) -> Any:
+        w = self._ses_waiters[handle]
+        try:
+            await w.event.wait()
+        finally:  # the handles are not public: nobody waits again (a cancelled operation
+            self._ses_waiters.pop(handle, None)  # runs on; its result is dropped)
+        if w.error is not None:
+            raise w.error
+        return w.result
+
+    async def _wait_all(self, handles: list[int]) -> list[Any]:
+        out = []
+        err = None
+        for h in handles:  # collect every one (no waiter left behind), then raise the first error
+            try:
+                out.append(await self._wait_op(h))
+            except SesFailed as e:
+                err = err or e
+                out.append(None)
+        if err is not None:
+            raise err
+        return out
+
+    def _chunks(self, mode: str, n: int) -> list[tuple[int, int]]:
+        mtu = self.ses.config.mtu
+        if mode != "rudi" or n <= mtu:
+            return [(0, n)]
+        return [(o, min(mtu, n - o)) for o in range(0, n, mtu)]
+
+    async def write(self, dest: str | tuple, key: int, offset: int, data: bytes, *,
+                    mode: str = "rud") -> int:
+        """RMA WRITE of ``data`` at ``offset`` of the peer's region ``key``; returns the bytes
+        placed (modified_length). ``mode``: "rud", "rod" or "rudi" (split into mtu pieces)."""
+        host = self._dest(dest)
+        ses = self._need_ses()
+        mv = memoryview(bytes(data))
+        hs = [self._start_op(mode, ses.write, host, key, offset + o, mv[o:o + n])
+              for o, n in self._chunks(mode, len(mv))]
+        return sum(r.modified_length for r in await self._wait_all(hs))
+
+    async def read(self, dest: str | tuple, key: int, offset: int, length: int, *,
+                   mode: str = "rud") -> bytes:
+        """RMA READ of ``length`` bytes at ``offset`` of the peer's region ``key``."""
+        host = self._dest(dest)
+        ses = self._need_ses()
+        hs = [self._start_op(mode, ses.read, host, key, offset + o, n)
+              for o, n in self._chunks(mode, length)]
+        return b"".join(bytes(r.data or b"") for r in await self._wait_all(hs))
+
+    async def atomic(self, dest: str | tuple, key: int, offset: int, amo: str | int = "SUM",
+                     dtype: str | int = "UINT64", operand: Any = 0, *, fetch: bool = False,
+                     mode: str = "rud") -> Any:
+        """ATOMIC / FETCHING_ATOMIC (D.6) on the peer's region ``key``; returns the old value
+        (decoded by ``dtype``) when ``fetch``, else None. ``amo``/``dtype`` by name or code."""
+        from ..ses import atomics
+        host = self._dest(dest)
+        ses = self._need_ses()
+        a, dt = _code(amo, AMO_BY_NAME), _code(dtype, DT_BY_NAME)
+        self._no_rudi(mode, "atomic")
+        h = self._start_op(mode, ses.atomic, host, key, offset, a, dt, operand, fetch=fetch)
+        r = await self._wait_op(h)
+        if not fetch:
+            return None
+        raw = bytes(r.data or b"")
+        return atomics.decode_value(dt, raw) if atomics.datatype_size(dt) else raw
+
+    async def cswap(self, dest: str | tuple, key: int, offset: int, compare: Any, swap: Any, *,
+                    dtype: str | int = "UINT64", amo: str | int = "CSWAP",
+                    mode: str = "rud") -> Any:
+        """Compare-and-swap (fetching); returns the old value."""
+        from ..ses import atomics
+        host = self._dest(dest)
+        ses = self._need_ses()
+        a, dt = _code(amo, AMO_BY_NAME), _code(dtype, DT_BY_NAME)
+        self._no_rudi(mode, "cswap")
+        r = await self._wait_op(self._start_op(mode, ses.cswap, host, key, offset, dt, compare,
+                                               swap, amo_opcode=a))
+        return atomics.decode_value(dt, bytes(r.data or b""))
+
+    async def tsend(self, dest: str | tuple, data: bytes, match_bits: int, *, mode: str = "rud",
+                    header_data: int | None = None) -> int:
+        """TAGGED_SEND: lands in the peer's first posted receive whose bits match; returns the
+        bytes placed."""
+        host = self._dest(dest)
+        ses = self._need_ses()
+        self._no_rudi(mode, "tsend")
+        h = self._start_op(mode, ses.tsend, host, data, match_bits, header_data=header_data)
+        return (await self._wait_op(h)).modified_length
+
+    async def ses_send(self, dest: str | tuple, data: bytes, *, mode: str = "rud") -> int:
+        """SES SEND (untagged) with a response: completes when the target placed it."""
+        host = self._dest(dest)
+        ses = self._need_ses()
+        self._no_rudi(mode, "send")
+        return (await self._wait_op(self._start_op(mode, ses.send, host, data))).modified_length
+
+    def datagram(self, dest: str | tuple, data: bytes) -> None:
+        """DATAGRAM_SEND over UUD (B.14, C.8): one packet of at most mtu bytes, no response, no
+        retransmission; the peer's :meth:`receive` gets it (``op`` "datagram") unless lost."""
+        host = self._dest(dest)
+        ses = self._need_ses()
+        self.host.route()
+        ses.datagram(host, data)
+        self.host.route("uud")
+        self._service()
+
+    def register(self, key: int, buffer: bytearray, **perm: Any) -> Any:
+        """Expose ``buffer`` (a bytearray, used in place) to the peers' RMA and atomics under
+        memory key ``key``; ``perm``: readable, writable, atomic (True), base (0)."""
+        return self._need_ses().register(key, buffer, **perm)
+
+    def deregister(self, key: int) -> None:
+        self._need_ses().deregister(key)
+
+    def post_recv(self, capacity: int | None = None, *, match_bits: int | None = None,
+                  ignore_bits: int = 0) -> int:
+        """Post a receive (tagged with ``match_bits``); the message that matches it comes out of
+        :meth:`receive`. Returns its handle."""
+        h = self._need_ses().post_recv(capacity, match_bits=match_bits, ignore_bits=ignore_bits)
+        self._service()  # it may have matched an unexpected message
+        return h
+
+    @staticmethod
+    def _no_rudi(mode: str, what: str) -> None:
+        if mode == "rudi":
+            raise ValueError(f"{what} is not idempotent: RUDI carries write and read only (C.8)")
+
+    def _ses_event(self, e: Any) -> None:
+        from ..ses import events as sev
+        if isinstance(e, sev.OperationComplete):
+            w = self._ses_waiters.get(e.handle)
+            if w is not None:
+                w.result = e
+                w.event.set()
+        elif isinstance(e, sev.OperationFailed):
+            self.io["ses_failed"] += 1
+            w = self._ses_waiters.get(e.handle)
+            if w is not None:
+                w.error = SesFailed(e.op, e.return_code, e.reason, e.handle)
+                w.event.set()
+        elif isinstance(e, sev.MessageReceived):
+            if e.recv_handle in self._auto_recv:
+                self._auto_recv.discard(e.recv_handle)
+                self._auto_recv.add(self.ses.post_recv())
+            self._deliver(Message(e.data, str(e.peer), 0, e.message_id, tag=e.tag,
+                                  op="send" if e.tag is None else "tsend"))
+        elif isinstance(e, sev.DatagramReceived):
+            self._deliver(Message(e.data, str(e.peer), 0, 0, op="datagram"))
+        else:
+            self.io["ses_" + type(e).__name__] += 1
+            self.ses_events.append(e)
+
+    def _deliver(self, m: Message) -> None:
+        self._inbox.append(m)
+        self.io["delivered"] += 1
+        if not self._inbox_event.is_set():
+            self._inbox_event.set()
+        if len(self._inbox) >= self.max_inbox and self._space.is_set():
+            self._space = trio.Event()
+
     def _take(self) -> Message:
         m = self._inbox.popleft()
         if not self._inbox:
@@ -277,6 +506,11 @@ class LiveEndpoint:
         d["nacks_rcvd"] = dict(self.core.nacks_rcvd)
         d["pdcs"] = len(self.core.pdcs())
         d["paths_used"] = sum(1 for v in self.tx_data_by_port.values() if v)
+        if self.ses is not None:
+            d["ses"] = dict(self.ses.stats)
+            d["rudi"] = dict(self.host.rudi.stats)
+            d["uud"] = dict(self.host.uud.stats)
+            d["ses_host"] = dict(self.host.counts)
         return d
 
     @property
@@ -285,7 +519,7 @@ class LiveEndpoint:
 
     # --- the engine (synchronous parts: no await per datagram) ----------------------------
     def _drain(self, s: _Sock, limit: int) -> int:
-        core_rx = self.core.receive_datagram
+        core_rx = self.host.receive_datagram
         recv = s.sock.recvmsg
         bufsize = self.recv_bufsize
         clock = self._clock
@@ -366,7 +600,7 @@ class LiveEndpoint:
 
     def _service(self, rearm: bool = True) -> None:
         """Send what the core has, dispatch its events, re-arm the timer if it moved earlier."""
-        core = self.core
+        core = self.host
         if self._backlog:
             self.io["tx_deferred"] += 1
         else:
@@ -381,6 +615,10 @@ class LiveEndpoint:
 
     def _dispatch(self) -> None:
         core = self.core
+        ses = self.ses
+        if ses is not None:
+            while (se := ses.next_event()) is not None:
+                self._ses_event(se)
         while True:
             e = core.next_event()
             if e is None:
@@ -431,7 +669,7 @@ class LiveEndpoint:
                 await checkpoint()
 
     async def _timers(self) -> None:
-        core = self.core
+        core = self.host
         clock = self._clock
         floor = -INF
         while True:
@@ -474,6 +712,15 @@ class LiveEndpoint:
         self._service(rearm=False)
 
 
+def _code(v: str | int, names: dict[str, int]) -> int:
+    if isinstance(v, str):
+        try:
+            return names[v.upper()]
+        except KeyError:
+            raise ValueError(f"unknown name {v!r}; one of {sorted(names)}") from None
+    return int(v)
+
+
 def _family_local(bind: tuple[str, int] | None, local: str | None, peer: str | None) -> str:
     if local is not None:
         return S.canonical(local)
@@ -493,7 +740,8 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                         entropy_ports: Sequence[int] | None = None, zero_checksum: bool = True,
                         rcvbuf: int = 8 << 20, sndbuf: int = 4 << 20, batch: int = 64,
                         max_inbox: int = 1024, close_timeout: float = 1.0,
-                        **config_fields: Any) -> AsyncIterator[LiveEndpoint]:
+                        ses: Any = False, ses_mode: str = "rud", auto_recv: int = 16,
+                        rudi_config: Any = None, **config_fields: Any) -> AsyncIterator[LiveEndpoint]:
     """Open a live endpoint; ``async with open_endpoint(("127.0.0.1", 4793)) as ep:``.
 
     ``bind``: (address, port) of the UET-port socket that serves initiators (port 0 = ephemeral;
@@ -506,7 +754,10 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
     entropy sockets. ``zero_checksum``: UDP checksum 0 (IPv4 SO_NO_CHECK, IPv6
     UDP_NO_CHECK6_TX); False lets the kernel compute it. ``seed``: the core's random choices
     (start PSNs, first PDCID); default random, so that endpoints sharing an address differ. On a normal exit the initiator PDCs are
-    closed (C.7) for at most ``close_timeout`` seconds.
+    closed (C.7) for at most ``close_timeout`` seconds. ``ses``: True or a
+    :class:`uet.ses.SesConfig` gives the endpoint an SES (module docstring "SES operations");
+    ``ses_mode`` the mode of the packets the SES makes on its own, ``auto_recv`` the untagged
+    receives kept posted, ``rudi_config`` a :class:`uet.pds.rudi.RudiConfig` (its port is set).
     """
     if isinstance(bind, str):
         bind = S.parse_hostport(bind)
@@ -545,8 +796,12 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "big")
         core = Endpoint(local_addr, cfg, seed=seed)
+        host = None
+        if ses:
+            host = SesHost(core, ses_config(ses, cfg, seed), seed=seed, port=peer_port,
+                           entropy=values, rudi_config=rudi_config, ses_mode=ses_mode)
         ep = LiveEndpoint(core, uet_sock, entropy, peer_port=peer_port, batch=batch,
-                          max_inbox=max_inbox)
+                          max_inbox=max_inbox, host=host, auto_recv=auto_recv)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ep._timers)
             for s in ep.socks:
