@@ -8,15 +8,13 @@ but precomputed per address pair, because the simulator frames every datagram.
 from __future__ import annotations
 
 import socket
-import struct
 from typing import BinaryIO
 
-from ..wire.build import DST_MAC, SRC_MAC, trim as _wire_trim
+from ..wire.build import trim as _wire_trim
+from ..wire.build import udp_headers
 
 ETH_LEN, IP_LEN, UDP_LEN = 14, 20, 8
 HDRS = ETH_LEN + IP_LEN + UDP_LEN
-_ETH = DST_MAC + SRC_MAC + b"\x08\x00"
-_IPUDP = struct.Struct("!BBHHHBBH4s4sHHHH")
 
 
 def _fold(s: int) -> int:
@@ -32,7 +30,6 @@ class Framer:
     built once per such tuple and cached; a frame is then one concatenation."""
 
     def __init__(self) -> None:
-        self._const: dict[tuple[bytes, bytes], int] = {}
         self._names: dict[bytes, str] = {}
         self._hdrs: dict[tuple, bytes] = {}
 
@@ -42,22 +39,10 @@ class Framer:
         k = (src, dst, sport, dport, dscp, ecn, payload_len)
         h = self._hdrs.get(k)
         if h is None:
-            sp, dp = socket.inet_aton(src), socket.inet_aton(dst)
-            kc = (sp, dp)
-            c = self._const.get(kc)
-            if c is None:
-                c = 0x4000 + (64 << 8 | 17)
-                for i in (0, 2):
-                    c += (sp[i] << 8 | sp[i + 1]) + (dp[i] << 8 | dp[i + 1])
-                self._const[kc] = c
-                self._names[sp] = src
-                self._names[dp] = dst
-            ulen = UDP_LEN + payload_len
-            tot = IP_LEN + ulen
-            tos = (dscp << 2) | ecn
-            csum = ~_fold(c + (0x4500 | tos) + tot) & 0xFFFF
-            h = _ETH + _IPUDP.pack(0x45, tos, tot, 0, 0x4000, 64, 17, csum, sp, dp, sport, dport,
-                                   ulen, 0)
+            h = udp_headers(payload_len, src=src, dst=dst, sport=sport, dport=dport, dscp=dscp,
+                            ecn=ecn)
+            self._names[h[26:30]] = src
+            self._names[h[30:34]] = dst
             if len(self._hdrs) >= 1 << 14:
                 self._hdrs.clear()
             self._hdrs[k] = h
@@ -97,14 +82,17 @@ def trim(frame: bytes, keep: int = 256) -> bytes:
 
 
 class PcapWriter:
-    """Classic pcap, nanosecond timestamps (magic 0xa1b23c4d), Ethernet linktype 1."""
+    """Classic pcap with nanosecond timestamps, Ethernet linktype 1 (Scapy's raw writer)."""
 
     def __init__(self, fh: BinaryIO):
-        self.fh = fh
-        fh.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 1 << 18, 1))
+        from scapy.utils import RawPcapWriter
+
+        self._w = RawPcapWriter(fh, linktype=1, nano=True, snaplen=1 << 18)
+        self._w.write_header(None)
 
     def write(self, t: float, frame: bytes) -> None:
         ns = int(round(t * 1e9))
-        self.fh.write(struct.pack("<IIII", ns // 1_000_000_000, ns % 1_000_000_000, len(frame),
-                                  len(frame)))
-        self.fh.write(frame)
+        self._w._write_packet(frame, linktype=1, sec=ns // 1_000_000_000, usec=ns % 1_000_000_000)
+
+    def flush(self) -> None:
+        self._w.flush()

@@ -84,6 +84,17 @@ def ipv4_checksum(header: bytes) -> int:
     return ~s & 0xFFFF
 
 
+def udp_headers(payload_len: int, *, src: str = "10.0.0.1", dst: str = "10.0.0.2",
+                sport: int = 49152, dport: int = UET_UDP_PORT, dscp: int = DSCP_DEFAULT,
+                ecn: int = ECT0, ttl: int = 64, ethernet: bool = True) -> bytes:
+    """The Ethernet (optional), IP and UDP headers (checksum 0) in front of ``payload_len`` bytes of
+    UDP payload - what :func:`udp_frame` puts before the payload."""
+    ulen = 8 + payload_len
+    udp = codec("udp").encode({"sport": sport, "dport": dport, "length": ulen, "checksum": 0})
+    ip = _ip_header(src, dst, 17, ulen, dscp, ecn, ttl)
+    return _eth(ip, ethernet) + ip + udp
+
+
 def udp_frame(payload: bytes, *, src: str = "10.0.0.1", dst: str = "10.0.0.2", sport: int = 49152,
               dport: int = UET_UDP_PORT, dscp: int = DSCP_DEFAULT, ecn: int = ECT0, ttl: int = 64,
               trailer: bool = True, ethernet: bool = True) -> bytes:
@@ -93,13 +104,12 @@ def udp_frame(payload: bytes, *, src: str = "10.0.0.1", dst: str = "10.0.0.2", s
     if payload and payload[0] >> 3 == 1:
         trailer = False
     tl = TRAILER_LEN if trailer else 0
-    ulen = 8 + len(payload) + tl
-    udp = codec("udp").encode({"sport": sport, "dport": dport, "length": ulen, "checksum": 0})
+    hdrs = udp_headers(len(payload) + tl, src=src, dst=dst, sport=sport, dport=dport, dscp=dscp,
+                       ecn=ecn, ttl=ttl, ethernet=ethernet)
     if trailer:
         a, b = ipaddress.ip_address(src), ipaddress.ip_address(dst)
-        payload = with_trailer(CrcContext(a.packed, b.packed, udp), payload)
-    ip = _ip_header(src, dst, 17, ulen, dscp, ecn, ttl)
-    return _eth(ip, ethernet) + ip + udp + payload
+        payload = with_trailer(CrcContext(a.packed, b.packed, hdrs[-8:]), payload)
+    return hdrs + payload
 
 
 def native_ip_frame(payload: bytes, entropy: int, *, src: str = "10.0.0.1", dst: str = "10.0.0.2",
