@@ -17,15 +17,9 @@ import ipaddress
 import os
 from typing import IO, Any, Callable, Union
 
-from ..wire.build import DST_MAC, SRC_MAC, ipv4_checksum
-from ..wire.codec import codec
+from ..wire.build import udp_headers
 
 CaptureFn = Callable[[float, bytes], None]
-_ETH4 = codec("eth").encode({"dst": int.from_bytes(DST_MAC, "big"), "src": int.from_bytes(SRC_MAC, "big"),
-                             "ethertype": 0x0800})
-_ETH6 = _ETH4[:12] + b"\x86\xdd"
-
-
 class FrameBuilder:
     """Ethernet + IP + UDP headers for (src, dst, sport, dport, tos, udp payload length)."""
 
@@ -48,20 +42,9 @@ class FrameBuilder:
 
 def _headers(src: str, dst: str, sport: int, dport: int, tos: int, n: int) -> bytes:
     a, b = ipaddress.ip_address(src), ipaddress.ip_address(dst)
-    ulen = 8 + n
-    udp = codec("udp").encode({"sport": sport, "dport": dport, "length": ulen, "checksum": 0})
-    if a.version == 4 and b.version == 4:
-        f = {"version": 4, "ihl": 5, "dscp": tos >> 2, "ecn": tos & 3, "total_length": 20 + ulen,
-             "identification": 0, "flags": 2, "ttl": 64, "protocol": 17, "src": int(a), "dst": int(b)}
-        f["checksum"] = ipv4_checksum(codec("ipv4").encode(f))
-        return _ETH4 + codec("ipv4").encode(f) + udp
-    if a.version == 4:
-        a = ipaddress.IPv6Address(f"::ffff:{a}")
-    if b.version == 4:
-        b = ipaddress.IPv6Address(f"::ffff:{b}")
-    f = {"version": 6, "dscp": tos >> 2, "ecn": tos & 3, "payload_length": ulen, "next_header": 17,
-         "hop_limit": 64, "src": int(a), "dst": int(b)}
-    return _ETH6 + codec("ipv6").encode(f) + udp
+    if a.version != b.version:  # a v4 sender behind a v6 relay: show both as IPv6 (v4-mapped)
+        src, dst = (str(x if x.version == 6 else ipaddress.IPv6Address(f"::ffff:{x}")) for x in (a, b))
+    return udp_headers(n, src=src, dst=dst, sport=sport, dport=dport, dscp=tos >> 2, ecn=tos & 3)
 
 
 class PcapCapture:
