@@ -64,8 +64,8 @@ from typing import Any, AsyncIterator, Callable
 import trio
 
 from ..io.endpoint import SendFailed, open_endpoint
+from ..pds.endpoint import REQ_TYPES  # B.1 RUD/ROD requests (plain and CC)
 
-REQ_TYPES = frozenset((2, 3, 13, 14))  # B.1 RUD/ROD requests (plain and CC)
 RETX = 0x10                             # the RETX flag in byte 1 of a request's PDS header
 SETTLE_S = 1.0                          # longest wait for the counters to agree after a transfer
 CLOSE_S = 1.0                           # longest wait for the PDC close (C.7)

@@ -48,7 +48,7 @@ from typing import Any, TextIO
 from .. import native
 from ..pds import DatagramMeta, Endpoint, PdsConfig
 from ..pds import events as ev
-from ..pds.endpoint import nack_name
+from ..pds.endpoint import REQ_TYPES, nack_name
 from ..wire.enums import CTL_TYPE, PDS_TYPE
 from .frames import HDRS, Framer, PcapWriter, set_ce, trim
 from .ses_ops import MuxEndpoint, SesWorkload
@@ -57,7 +57,6 @@ A_ADDR, B_ADDR = "10.0.0.1", "10.0.0.2"
 INF = float("inf")
 # flags of a frame in flight
 DAMAGED, ORIG, MODIFIED = 1, 2, 4
-REQ_TYPES = frozenset((2, 3, 13, 14))
 
 
 @dataclass
