@@ -15,7 +15,8 @@ Public API (see ``__init__.pyi`` for signatures and the docstrings of the
 twin for details):
 
 ``crc32c(data, crc=0)``, ``crc32(data, crc=0)``, ``roce_icrc(ip_packet)``,
-``Reassembly(length)``, ``PsnWindow(start_psn, size=1024)``, ``NEW``,
+``Reassembly(length, chunk=CHUNK_BYTES)`` (storage allocated as bytes arrive, see
+:mod:`uet.native.reassembly`), ``PsnWindow(start_psn, size=1024)``, ``NEW``,
 ``DUPLICATE``, ``OUT_OF_WINDOW``, ``psn_diff(a, b)``, ``psn_lt(a, b)``.
 """
 
@@ -32,6 +33,7 @@ __all__ = [
     "crc32",
     "roce_icrc",
     "Reassembly",
+    "CHUNK_BYTES",
     "PsnWindow",
     "NEW",
     "DUPLICATE",
@@ -65,7 +67,9 @@ if not _native_disabled():
 crc32c = _impl.crc32c
 crc32 = _impl.crc32
 roce_icrc = _impl.roce_icrc
-Reassembly = _impl.Reassembly
+# The protocol's reassembly: lazily allocated chunks, each one engine of the backend in use
+# (``_impl.Reassembly`` is one contiguous buffer; the differential tests compare those).
+from .reassembly import CHUNK_BYTES, Reassembly  # noqa: E402
 PsnWindow = _impl.PsnWindow
 NEW = _twin.NEW
 DUPLICATE = _twin.DUPLICATE

@@ -47,47 +47,10 @@ def psn_diff(a: int, b: int) -> int:
 def psn_lt(a: int, b: int) -> bool:
     """Serial-number comparison: ``psn_diff(a, b) < 0``."""
 
-class Reassembly:
-    """Reassembles one message of known length from out-of-order payloads.
-
-    Tracks exactly which bytes arrived, for arbitrary offsets and lengths (C:
-    one bit per byte, a bitmap of length/8 bytes; twin: an interval list).
-    """
-
-    def __init__(self, length: int) -> None:
-        """A message buffer of ``length`` zero bytes, nothing received.
-
-        Raises ValueError for a negative length.  A zero-length message is
-        complete at once.
-        """
-    @property
-    def length(self) -> int:
-        """Message length in bytes."""
-    @property
-    def received(self) -> int:
-        """Number of distinct bytes received so far."""
-    @property
-    def complete(self) -> bool:
-        """True once every byte has arrived (``received == length``)."""
-    @property
-    def buffer(self) -> memoryview:
-        """Writable memoryview of the whole message buffer (length bytes)."""
-    def place(self, offset: int, data: _BytesLike) -> int:
-        """Store ``data`` at ``offset``; return the number of NEW bytes stored.
-
-        0 for a pure duplicate; on a partial overlap only the bytes not yet
-        received are copied, bytes already present are never overwritten.
-        Raises ValueError (touching nothing) if ``offset < 0`` or
-        ``offset + len(data) > length``.
-        """
-    def has(self, offset: int, length: int) -> bool:
-        """True iff every byte of [offset, offset + length) has arrived.
-
-        Zero-length ranges inside the message are True.  Raises ValueError
-        for a negative offset or length, or a range beyond the message.
-        """
-    def missing(self) -> list[tuple[int, int]]:
-        """Holes as (offset, length) pairs, in increasing offset order."""
+# The chunked, lazily allocated reassembly the protocol uses (its engines per chunk are the
+# backends' contiguous ``Reassembly`` classes in _cbackend / _twin).
+from .reassembly import CHUNK_BYTES as CHUNK_BYTES
+from .reassembly import Reassembly as Reassembly
 
 class PsnWindow:
     """Receive window over 32-bit PSNs with serial arithmetic (wraps at 2^32).

@@ -77,11 +77,21 @@ class PdsConfig:
     close_msl: float = 10e-3                  # C.7: answer for one MSL after close
     target_idle_reap: float = 1.0             # choice (C.1 New_PDC_Time-like): at the PDC limit, a
                                               # new SYN first frees target PDCs idle this long (s)
+    max_pdcs_per_peer: int = 256              # T3: PDCs one peer address may hold (NO_PDC_AVAIL)
+    target_idle_timeout: float = 5.0          # T7: a target PDC holding a partial message that heard
+                                              # nothing this long is freed (its initiator is gone)
     first_pdcid: int | None = None            # C.1: None = a seeded random start, so that two
                                               # endpoints on one address do not collide
     max_message_bytes: int = 1 << 30          # bound on one reassembly buffer (TOO_LONG beyond)
-    max_rx_messages: int = 256                # per PDC messages in reassembly (NO_SES_MSG_AVAIL)
-    rx_buffer_limit: int = 1 << 31            # per endpoint reassembly bytes (NO_PKT_BUFFER)
+    # W5 receive budget (uet.ses.budget): partial messages and reassembly storage, charged as
+    # chunks are allocated for bytes that arrived, never for a claimed length
+    max_rx_messages: int = 256                # partial messages, all peers (NO_SES_MSG_AVAIL)
+    max_rx_messages_per_peer: int = 64        # ... from one peer address
+    rx_buffer_limit: int = 2 << 30            # reassembly bytes, all peers (NO_PKT_BUFFER)
+    rx_buffer_per_peer: int = (1 << 30) + (256 << 20)  # ... one peer: a 1 GiB message + room
+    max_resource_retx: int = 21               # I10: resends after resource NACKs (NO_PDC_AVAIL ...),
+    resource_backoff_max: float = 1.0         # each nack_retx_time x 2^k, at most this (s): ~12 s
+                                              # in all, longer than the target's reaping times
     small_header: bool = True                 # design.md: SES small header when one packet fits
     packet_events: bool = False               # emit DataReceived per delivered request
     zero_copy_delivery: bool = False          # MessageDelivered.data: the reassembly buffer (a

@@ -25,7 +25,9 @@ PDC identity and establishment (target)
       (RUD/ROD) is the request type's.
   T3  bounded state: with ``max_pdcs`` PDCs live, a new SYN first frees the target PDCs idle for
       ``target_idle_reap`` (choice, like C.1's New_PDC_Time); if none is, it gets NACK NO_PDC_AVAIL
-      (0x04) with SPDCID 0 and allocates nothing; PDCs in use are unaffected. The first PDCID is
+      (0x04) with SPDCID 0 and allocates nothing; PDCs in use are unaffected. One peer address
+      holds at most ``max_pdcs_per_peer`` target PDCs (beyond: its own idle ones are reaped first,
+      else NO_PDC_AVAIL), so one flooding address cannot take the table. The first PDCID is
       seeded-random (``first_pdcid`` fixes it), so two endpoints sharing an address do not collide
       in the target's (source, destination, SPDCID) key.
   T4  C.5: a request without SYN whose DPDCID names no target PDC -> NACK INV_DPDCID (0x0E),
@@ -33,6 +35,10 @@ PDC identity and establishment (target)
       beyond the window -> NACK INVALID_SYN (0x15).
   T5  C.5: SPDCID (or source address) not the PDC's peer -> NACK PDC_HDR_MISMATCH (0x0F).
   T6  C.5 / C.8: RUD request on a ROD PDC or the reverse -> NACK PDC_MODE_MISMATCH (0x16).
+  T7  choice (issue 11): a target PDC that holds a partial message and heard nothing for
+      ``target_idle_timeout`` is freed in error (PdcClosed), with the message and its storage: a
+      live initiator is never silent that long (its RTO is at most ``rto_max``), and one that
+      comes back gets INV_DPDCID, so the loss is reported, never silent.
 
 PSN window (target), C.2 / C.5
   W1  PSN in (CACK, CACK + MPR*128] and not yet received: accept (after the message layer admits
@@ -48,6 +54,11 @@ PSN window (target), C.2 / C.5
   W5  message layer admission (seam to SES): a resource shortage is a NACK (NO_SES_MSG_AVAIL 0x09,
       NO_PKT_BUFFER 0x07) and the PSN stays unreceived; a semantic error is accepted and answered
       at once by an ACK carrying a SES response (next_hdr 4) with the return code (C.3, D.7/D.8).
+      Resources (uet.ses.budget): partial messages, at most ``max_rx_messages`` in all and
+      ``max_rx_messages_per_peer`` per peer address (NO_SES_MSG_AVAIL beyond); reassembly storage
+      is allocated in chunks as bytes arrive and charged then (never for the request_length a
+      header claims), at most ``rx_buffer_limit`` in all and ``rx_buffer_per_peer`` per peer
+      (NO_PKT_BUFFER beyond).
 
 ACK generation (target), C.3 / C.4
   A1  C.3: ACK when the request has AR or SYN, when CE-marked and ACK_ON_ECN, when the byte count
@@ -95,13 +106,27 @@ Initiator
       probes in a row.
   I10 B.11 reaction column: retransmit at once on TRIMMED, TRIMMED_LASTHOP, TRIMMED_ACK, ROD_OOO,
       PKT_NOT_RCVD, ACK_WITH_DATA, RCVR_INFER_LOSS, EXP_NACK_NORMAL/ERR; retransmit after
-      NACK_RETX_TIME on the resource codes (NO_PDC_AVAIL ... NO_RESOURCE) and PSN_OOR_WINDOW;
+      NACK_RETX_TIME on PSN_OOR_WINDOW, and on the resource codes (NO_PDC_AVAIL ... NO_RESOURCE)
+      after NACK_RETX_TIME x 2^k (k = that packet's resource NACKs so far), at most
+      ``resource_backoff_max`` each and ``max_resource_retx`` times (about 12 s in all: longer
+      than the target's reaping, T3 and T7); no RTO runs while such waits are all that is out;
       close the PDC in error on INV_DPDCID, PDC_HDR_MISMATCH, CLOSING, CLOSING_IN_ERR,
       GTD_RESP_UNAVAIL, INVALID_SYN, PDC_MODE_MISMATCH, UNEXP_EVENT, EXP_NACK_FATAL; re-base every
       PSN and resend on NEW_START_PSN (only before establishment); ignore RCVD_SES_PROCG (RTO).
       More than ``max_nack_retx`` NACK-driven resends of one PSN close the PDC in error.
   I11 C.5: a NACK or ACK naming a PSN outside [send base, next PSN - 1] changes nothing (counted).
   I12 B.4: ACK REQ = 1 -> send CLEAR (ctl 2, payload = CLEAR_PSN); REQ = 2 or CLOSE_REQ -> close.
+  I13 C.1 / A.1: ACKs, NACKs and control packets for an initiator PDC count only when they come
+      from the PDC's peer address (never by source port: a peer may answer from any entropy
+      port); others are dropped and counted (``foreign_ack``, ``foreign_nack``,
+      ``foreign_control``), so the first ACK establishes the PDC only from there. Within one
+      address anyone can still forge: TSS (B.15, F) is the answer to that.
+  I14 C.7: a NACK INV_DPDCID or CLOSING naming our CLOSE PSN means the target freed the PDC and
+      its MSL ended before the CLOSE (or its retransmission) arrived; every message was
+      acknowledged before the CLOSE left (C1), so the PDC closes normally, not in error.
+  I15 C.3: a request that fills the send window while fewer than ACK_GEN_TRIGGER bytes are in
+      flight carries AR: with a window below the target's ACK trigger (the C.3 default is
+      assumed: ``ack_gen_trigger``) nothing else would make the target ACK before a timer.
 
 Close, C.7
   C1  the initiator closes only when every message is acknowledged: CONTROL CLOSE (ctl 4) with AR
@@ -197,12 +222,15 @@ N = {name: code for code, name in NACK_CODE.table.items()}
 NACK_RETX_NOW = frozenset(N[k] for k in (
     "TRIMMED", "TRIMMED_LASTHOP", "TRIMMED_ACK", "ROD_OOO", "PKT_NOT_RCVD", "ACK_WITH_DATA",
     "RCVR_INFER_LOSS", "EXP_NACK_NORMAL", "EXP_NACK_ERR"))
-NACK_RETX_LATER = frozenset(N[k] for k in (
+NACK_RESOURCE = frozenset(N[k] for k in (
     "NO_PDC_AVAIL", "NO_CCC_AVAIL", "NO_BITMAP", "NO_PKT_BUFFER", "NO_GTD_DEL_AVAIL",
-    "NO_SES_MSG_AVAIL", "NO_RESOURCE", "PSN_OOR_WINDOW"))
+    "NO_SES_MSG_AVAIL", "NO_RESOURCE"))
+NACK_RETX_LATER = NACK_RESOURCE | {N["PSN_OOR_WINDOW"]}
 NACK_CLOSE = frozenset(N[k] for k in (
     "INV_DPDCID", "PDC_HDR_MISMATCH", "CLOSING", "CLOSING_IN_ERR", "GTD_RESP_UNAVAIL",
     "INVALID_SYN", "PDC_MODE_MISMATCH", "UNEXP_EVENT", "EXP_NACK_FATAL"))
+# C2 / C.7: what a target answers to a CLOSE for a PDC it already freed (I14)
+NACK_CLOSED = frozenset(N[k] for k in ("INV_DPDCID", "CLOSING"))
 
 
 def nack_name(code: int) -> str:
@@ -356,7 +384,7 @@ class _Rec:
     """One PSN the initiator sent and has not seen CACKed."""
 
     __slots__ = ("psn", "msg", "off", "ln", "eom", "ctl", "payload", "sent", "xmits", "seq",
-                 "state", "nacks", "ev")
+                 "state", "nacks", "waits", "ev")
 
     def __init__(self, psn: int, msg: OutMessage | None, off: int, ln: int, eom: bool,
                  ctl: int = -1, payload: int = 0, seq: int = 0, sent: float = 0.0,
@@ -373,6 +401,7 @@ class _Rec:
         self.seq = seq
         self.state = INFLIGHT
         self.nacks = 0
+        self.waits = 0  # resource NACKs (I10)
         self.ev = ev
 
 
@@ -518,9 +547,10 @@ class Initiator:
                 break
             else:
                 r = None
-            at = (r.sent if r is not None else self.last_progress) + self._rto()
-            if at < t:
-                t = at
+            if r is not None or not (self.delayed or self.retx_q):  # I10: a wait, not a loss
+                at = (r.sent if r is not None else self.last_progress) + self._rto()
+                if at < t:
+                    t = at
             if not self.tlp_pending and r is not None and self.tlp_count < self.cfg.max_tail_loss_retx:
                 at = self.last_tx + self._pto()
                 if at < t:
@@ -547,7 +577,8 @@ class Initiator:
             self._detect_loss(now)
         r = self._oldest_inflight()
         rto = self._rto()
-        if (r.sent if r is not None else self.last_progress) + rto <= now:
+        if (r is not None or not (self.delayed or self.retx_q)) and (
+                r.sent if r is not None else self.last_progress) + rto <= now:
             self._on_rto(now, rto)
         elif (r is not None and not self.tlp_pending and self.tlp_count < self.cfg.max_tail_loss_retx
               and self.last_tx + self._pto() <= now):
@@ -761,6 +792,7 @@ class Initiator:
         const = self._req_const[0 if established else 1]
         pack_mid = _PACK_MID[0 if established else 1].pack
         ar_all = cfg.ack_per_packet
+        trigger = cfg.ack_gen_trigger
         inflight = self.inflight
         seq = self.seq
         first = psn
@@ -790,6 +822,11 @@ class Initiator:
             inflight += ln
             if on_send is not None:
                 on_send(now, ln, False)
+            ar = eom or ar_all
+            if not ar and inflight < trigger and (  # I15: this packet fills the window
+                    room == 1 or (inflight + mtu > cwnd if cwnd is not None
+                                  else not can_send(inflight, mtu))):
+                ar = True
             clr -= 1  # base - 1 - psn: -1 or less, so only the lower clamp can apply (I3)
             c = clr if clr > -32768 else -32768
             if off and msg.nh == 3:
@@ -799,15 +836,14 @@ class Initiator:
                         const, msg.ses_mid_const()))
                 hl = _REQ_STD
                 if established:
-                    head = pack_mid(kk[1], eom or ar_all, c, psn, eom, ln, off)
+                    head = pack_mid(kk[1], ar, c, psn, eom, ln, off)
                 else:
-                    head = pack_mid(kk[1], eom or ar_all, c, psn, (psn - start) & 0xFFF, eom, ln,
-                                    off)
+                    head = pack_mid(kk[1], ar, c, psn, (psn - start) & 0xFFF, eom, ln, off)
             else:
                 v = const | (psn << _RQ_PSN) | ((c & 0xFFFF) << _RQ_CLR)
                 if not established:
                     v |= ((psn - start) & 0xFFF) << _RQ_PSNOFF
-                if eom or ar_all:
+                if ar:
                     v |= 1 << _RQ_AR
                 ssize = msg.ses_size
                 if msg.nh != 3:
@@ -908,6 +944,9 @@ class Initiator:
         or a (codec, bytes, end) triple that decodes it, for a congestion control that reads it;
         ``data[off:]`` is what follows the header (a SES response when ``nh`` is 4)."""
         ep = self.ep
+        if meta.src != self.peer:  # I13
+            ep.stats["foreign_ack"] += 1
+            return
         # I11: a CACK beyond what was sent, or far behind the base, is bogus
         if ((((cack - self.next_psn + H32) & M32) - H32) >= 0
                 or (((cack - self.base + 1 + H32) & M32) - H32) < -self.cfg.tx_range - 65536):
@@ -1085,6 +1124,9 @@ class Initiator:
 
     def on_nack(self, f: dict, meta: DatagramMeta, now: float) -> None:
         ep = self.ep
+        if meta.src != self.peer:  # I13
+            ep.stats["foreign_nack"] += 1
+            return
         code = f["nack_code"]
         psn = f["nack_psn"]
         # I11
@@ -1098,22 +1140,41 @@ class Initiator:
         if self.established and f["spdcid"] not in (0, self.peer_pdcid):
             ep.stats["bad_nack"] += 1
             return
+        if r.ctl == CTL_CLOSE and code in NACK_CLOSED:
+            # C2: the target freed the PDC and its MSL ended before our CLOSE (or its repeat)
+            # got through; every message was acknowledged before the CLOSE went out, so the PDC
+            # is closed, not failed
+            ep.stats["close_nacked"] += 1
+            ep._closed_initiator(self)
+            return
         self.cc.on_nack(now, code, r.ln)
         self.sel.on_nack(meta.dport, code, now)
         if code in NACK_RETX_NOW or code in NACK_RETX_LATER:
             if r.state == SACKED:
                 return  # a NACK for a copy of something that already arrived
-            r.nacks += 1
-            if r.nacks > self.cfg.max_nack_retx:
-                ep._fail_initiator(self, f"NACK {nack_name(code)} retry limit")
-                return
+            cfg = self.cfg
+            if code in NACK_RESOURCE:
+                # I10: the target is short of a resource it frees by reaping (T3, T7): back off
+                # exponentially, long enough in all to outlast its reaping times
+                r.waits += 1
+                if r.waits > cfg.max_resource_retx:
+                    ep._fail_initiator(self, f"NACK {nack_name(code)} retry limit")
+                    return
+                delay = min(cfg.nack_retx_time * (1 << min(r.waits - 1, 40)),
+                            max(cfg.resource_backoff_max, cfg.nack_retx_time))
+            else:
+                r.nacks += 1
+                if r.nacks > cfg.max_nack_retx:
+                    ep._fail_initiator(self, f"NACK {nack_name(code)} retry limit")
+                    return
+                delay = cfg.nack_retx_time
             if r.state == INFLIGHT:
                 self.inflight -= r.ln
             r.state = LOST
             if code in NACK_RETX_NOW:
                 self.retx_q.append(psn)
             else:
-                self.delayed.append((now + self.cfg.nack_retx_time, psn))
+                self.delayed.append((now + delay, psn))
                 self.delayed.sort()
         elif code in NACK_CLOSE:
             ep._fail_initiator(self, f"NACK {nack_name(code)}")
@@ -1143,7 +1204,10 @@ class Initiator:
         if self.close_psn is not None:
             self.close_psn = (self.close_psn + delta) & M32
 
-    def on_control(self, f: dict, now: float) -> None:
+    def on_control(self, f: dict, meta: DatagramMeta, now: float) -> None:
+        if meta.src != self.peer:  # I13
+            self.ep.stats["foreign_control"] += 1
+            return
         ctl = f["ctl_type"]
         if ctl == CTL_CLEAR_REQ:
             self.ctl_q.append((CTL_CLEAR, 0, (self.base - 1) & M32, False))
@@ -1240,6 +1304,8 @@ class Endpoint:
         self._init_by_key: dict[tuple, Initiator] = {}
         self._tgt_by_key: dict[tuple, Target] = {}
         self._tombs: dict[int, _Tomb] = {}
+        self._peer_targets: Counter = Counter()  # target PDCs per peer address (T3)
+        self._sweep_at = INF  # T7: next idle sweep of targets holding partial messages
         first = self.config.first_pdcid
         # a generator of its own, so that the start PSNs drawn from self.rng stay as they were
         self._next_pdcid = (first if first is not None
@@ -1387,6 +1453,8 @@ class Endpoint:
             first = next(iter(self._tombs.values()))
             if first.expire < t:
                 t = first.expire
+        if self._sweep_at < t:
+            t = self._sweep_at
         self._timer = r = None if t == INF else t
         self._timer_dirty = False
         return r
@@ -1399,6 +1467,8 @@ class Endpoint:
                 if not p.closed and p.deadline() <= now:
                     p.on_timer(now)
             self._purge_tombs(now)
+            if self._sweep_at <= now:
+                self._sweep_idle(now)
         except Exception as exc:  # pragma: no cover - a bug, counted, never raised to the caller
             self.stats["internal_error"] += 1
             self.last_error = exc
@@ -1446,7 +1516,8 @@ class Endpoint:
                     if (0 < d <= t.size and pl == rest and rx is not None and rx.length == rl
                             and mo + pl <= rl and rl <= cfg.max_message_bytes
                             and (d == 1 or not ((t.rod and not cfg.rod_buffer)
-                                                or t.win.test(psn)))):
+                                                or t.win.test(psn)))
+                            and (not rest or self.ses.reserve(rx, mo, rest))):
                         self._accept(t, data, end, psn, d, retx, ar, clr, rx, mo, rest, meta,
                                      now, cfg)
                         return  # (nothing here can move a timer)
@@ -1612,7 +1683,10 @@ class Endpoint:
                 if spdcid == 0:
                     self._send_nack(meta, N["PDC_HDR_MISMATCH"], psn, 0, spdcid, f)
                     return None
-                pdcid = self._alloc_pdcid()
+                pdcid = None
+                if (self._peer_targets[meta.src] < self.config.max_pdcs_per_peer
+                        or self._reap_idle_targets(self._now, meta.src)):
+                    pdcid = self._alloc_pdcid()
                 if pdcid is None:  # T3
                     self._send_nack(meta, N["NO_PDC_AVAIL"], psn, 0, spdcid, f)
                     return None
@@ -1620,6 +1694,7 @@ class Endpoint:
                 self._pdcs[pdcid] = t
                 self._tgts[pdcid] = t
                 self._tgt_by_key[key] = t
+                self._peer_targets[meta.src] += 1
                 self._events.append(ev.PdcEstablished(pdcid, spdcid, meta.src, "target", t.mode))
             elif start != t.start_psn:  # T4
                 self._send_nack(meta, N["INVALID_SYN"], psn, t.pdcid, spdcid, f)
@@ -1846,7 +1921,7 @@ class Endpoint:
             if p is None or p.role != "initiator" or (p.established and f["spdcid"] != p.peer_pdcid):
                 self.stats["stale_control"] += 1
                 return
-            p.on_control(f, now)
+            p.on_control(f, meta, now)
             return
         if ctl not in (CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_PROBE, CTL_NOOP):
             self.stats["unsupported"] += 1
@@ -1911,19 +1986,56 @@ class Endpoint:
                 return c
         return None
 
-    def _reap_idle_targets(self, now: float) -> bool:
-        """T3 under pressure: free target PDCs that heard nothing for ``target_idle_reap`` s (a SYN
-        flood must not lock new initiators out for good). True if any was freed."""
+    def _reap_idle_targets(self, now: float, peer: str | None = None) -> bool:
+        """T3 under pressure: free target PDCs (of ``peer``, or any) that heard nothing for
+        ``target_idle_reap`` s (a SYN flood must not lock new initiators out for good). True if
+        any was freed."""
         limit = now - self.config.target_idle_reap
-        idle = [t for t in self._tgts.values() if t.last_rx <= limit]
+        idle = [t for t in self._tgts.values()
+                if t.last_rx <= limit and (peer is None or t.peer == peer)]
         for t in idle:
-            self._pdcs.pop(t.pdcid, None)
-            self._tgts.pop(t.pdcid, None)
-            self._tgt_by_key.pop(t.key, None)
-            self.ses.release(t)
-            self._events.append(ev.PdcClosed(t.pdcid, t.peer, "target", True, "idle, reaped at the PDC limit"))
+            self._drop_target(t, "idle, reaped at the PDC limit")
         self._stats["pdcs_reaped"] += len(idle)
         return bool(idle)
+
+    def _drop_target(self, t: Target, reason: str) -> None:
+        """Free a target PDC in error (its partial messages and their storage with it)."""
+        self._forget_target(t)
+        self._events.append(ev.PdcClosed(t.pdcid, t.peer, "target", True, reason))
+
+    def _forget_target(self, t: Target) -> None:
+        self._pdcs.pop(t.pdcid, None)
+        self._tgts.pop(t.pdcid, None)
+        self._tgt_by_key.pop(t.key, None)
+        n = self._peer_targets[t.peer] - 1
+        if n > 0:
+            self._peer_targets[t.peer] = n
+        else:
+            self._peer_targets.pop(t.peer, None)
+        self.ses.release(t)
+
+    def arm_sweep(self) -> None:
+        """T7: a partial message exists; make sure the idle sweep is scheduled."""
+        if self._sweep_at == INF:
+            self._sweep_at = self._now + self.config.target_idle_timeout
+            self._timer_dirty = True
+
+    def _sweep_idle(self, now: float) -> None:
+        """T7: free target PDCs that hold a partial message and heard nothing for
+        ``target_idle_timeout`` (their initiator is gone, or never meant to finish)."""
+        timeout = self.config.target_idle_timeout
+        nxt = INF
+        for t in list(self._tgts.values()):
+            if not t.rx_msgs:
+                continue
+            due = t.last_rx + timeout
+            if due <= now:
+                self._drop_target(t, "partial message idle")
+                self._stats["partial_messages_expired"] += 1
+            elif due < nxt:
+                nxt = due
+        self._sweep_at = nxt
+        self._timer_dirty = True
 
     def _tomb(self, pdcid: int, tomb: _Tomb) -> None:
         self._timer_dirty = True
@@ -1941,10 +2053,7 @@ class Endpoint:
             self._timer_dirty = True
 
     def _close_target(self, t: Target, now: float) -> None:
-        self._pdcs.pop(t.pdcid, None)
-        self._tgts.pop(t.pdcid, None)
-        self._tgt_by_key.pop(t.key, None)
-        self.ses.release(t)
+        self._forget_target(t)
         self._tomb(t.pdcid, _Tomb(t.peer, t.peer_pdcid, t.close_psn, now + self.config.close_msl,
                                   "target"))
         self._events.append(ev.PdcClosed(t.pdcid, t.peer, "target", False, "closed by initiator"))

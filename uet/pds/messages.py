@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import native
+from ..ses.budget import BudgetLimits, ReceiveBudget
 from . import events as ev
 from .fastwire import fast
 
@@ -152,11 +153,12 @@ _SES_ITEM = object()  # first element of an admitted item bound for the SES subl
 
 class _RxMsg:
     """One message in reassembly. ``got`` mirrors ``asm.received`` (the sum of what ``place``
-    reported new), so completion is a comparison instead of a call into the reassembly engine."""
+    reported new), so completion is a comparison instead of a call into the reassembly engine.
+    Its storage (``asm.allocated``) is charged to ``peer`` in the endpoint's receive budget."""
 
-    __slots__ = ("mid", "length", "asm", "got", "job_id", "pid_on_fep", "resource_index")
+    __slots__ = ("mid", "length", "asm", "got", "job_id", "pid_on_fep", "resource_index", "peer")
 
-    def __init__(self, mid: int, length: int, f: dict):
+    def __init__(self, mid: int, length: int, f: dict, peer: str):
         self.mid = mid
         self.length = length
         self.asm = native.Reassembly(length)
@@ -164,15 +166,34 @@ class _RxMsg:
         self.job_id = f.get("job_id", 0)
         self.pid_on_fep = f.get("pid_on_fep", 0)
         self.resource_index = f.get("resource_index", 0)
+        self.peer = peer
 
 
 class MessageLayer:
-    """Target-side SEND reassembly; one per endpoint, state kept on each target PDC."""
+    """Target-side SEND reassembly; one per endpoint, state kept on each target PDC, partial
+    messages and their storage counted per peer address in ``budget`` (W5)."""
 
     def __init__(self, ep: Any):
         self.ep = ep
-        self.cfg = ep.config
-        self.buffered = 0
+        self.cfg = cfg = ep.config
+        self.budget = ReceiveBudget(BudgetLimits(
+            messages=cfg.max_rx_messages, messages_per_peer=cfg.max_rx_messages_per_peer,
+            bytes=cfg.rx_buffer_limit, bytes_per_peer=cfg.rx_buffer_per_peer))
+
+    @property
+    def buffered(self) -> int:
+        """Reassembly storage held, all peers (bytes)."""
+        return self.budget.bytes
+
+    def reserve(self, rx: _RxMsg, offset: int, n: int) -> bool:
+        """Charge and allocate the storage a placement at ``offset`` needs (W5: False means NACK
+        NO_PKT_BUFFER, nothing changed). Bytes are charged as they arrive, chunk by chunk."""
+        need = rx.asm.needed(offset, n)
+        if need:
+            if not self.budget.charge(rx.peer, need):
+                return False
+            rx.asm.reserve(offset, n)
+        return True
 
     def admit(self, t: Any, data: bytes, off: int, end: int, nh: int) -> tuple[int, Any]:
         sl = self.ep.ses_layer
@@ -217,15 +238,18 @@ class MessageLayer:
             return -RC_UNSUPPORTED_SIZE, (RC_UNSUPPORTED_SIZE, mid)
         rx = t.rx_msgs.get(mid)
         if rx is None:
-            if len(t.rx_msgs) >= self.cfg.max_rx_messages:
+            if not self.budget.open_message(t.peer):
                 return NACK_NO_SES_MSG_AVAIL, None
-            if self.buffered + rl > self.cfg.rx_buffer_limit:
+            rx = _RxMsg(mid, rl, f, t.peer)
+            if not self.reserve(rx, mo, pl):
+                self.budget.close_message(t.peer)
                 return NACK_NO_PKT_BUFFER, None
-            rx = _RxMsg(mid, rl, f)
             t.rx_msgs[mid] = rx
-            self.buffered += rl
+            self.ep.arm_sweep()
         elif rx.length != rl:
             return -RC_UNSUPPORTED_SIZE, (RC_UNSUPPORTED_SIZE, mid)
+        elif not self.reserve(rx, mo, pl):
+            return NACK_NO_PKT_BUFFER, None
         return 0, (rx, mo, memoryview(data)[po:end], f)
 
     def deliver(self, t: Any, item: Any, psn: int, now: float) -> None:
@@ -260,19 +284,23 @@ class MessageLayer:
             t.ses_late.append(psn)
 
     def complete(self, t: Any, rx: _RxMsg) -> None:
-        """Hand a whole message up: a bytes copy, or with ``zero_copy_delivery`` the reassembly
-        buffer itself (nothing else refers to it once the message has left ``rx_msgs``)."""
+        """Hand a whole message up: the reassembled bytes (a message of one reassembly chunk
+        comes as its bytearray, without a copy, with ``zero_copy_delivery``)."""
         del t.rx_msgs[rx.mid]
-        self.buffered -= rx.length
-        buf = rx.asm.buffer
-        if self.cfg.zero_copy_delivery:
-            data = buf.obj if isinstance(buf.obj, bytearray) else buf
-        else:
-            data = bytes(buf)
+        self._forget(rx)
+        data = rx.asm.take()
+        if isinstance(data, bytearray) and not self.cfg.zero_copy_delivery:
+            data = bytes(data)
         self.ep._events.append(ev.MessageDelivered(t.pdcid, t.peer, rx.mid, data, rx.job_id,
                                                    rx.pid_on_fep, rx.resource_index))
 
+    def _forget(self, rx: _RxMsg) -> None:
+        self.budget.release(rx.peer, rx.asm.allocated)
+        self.budget.close_message(rx.peer)
+
     def release(self, t: Any) -> None:
+        """The PDC is gone: its partial messages and their storage are freed."""
         for rx in t.rx_msgs.values():
-            self.buffered -= rx.length
+            self._forget(rx)
+            rx.asm.take()
         t.rx_msgs.clear()

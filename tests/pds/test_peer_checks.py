@@ -1,0 +1,101 @@
+"""Issue 11 items 1, 4 and 10 at the sans-IO core: answers are taken only from the PDC's peer
+address (I13), a window below the ACK trigger asks for ACKs (I15), and a CLOSE the target answers
+with INV_DPDCID after every message completed is a closed PDC, not a failure (I14)."""
+
+from __future__ import annotations
+
+from uet import wire
+from uet.pds import DatagramMeta, MessageFailed, PdcClosed, PdcEstablished, SendComplete, seal
+from uet.sim.simulator import SimConfig, Simulator
+from uet.wire.enums import NACK_CODE
+
+from .helpers import B, EV, PORT, ack_to, events, initiator, nack_to, out
+
+NC = {name: code for code, name in NACK_CODE.table.items()}
+FORGER = "10.0.0.66"
+
+
+def _from(data_meta: tuple[bytes, DatagramMeta], src: str) -> tuple[bytes, DatagramMeta]:
+    """The same answer sent from ``src`` instead of the target, its trailer sealed for ``src``
+    (a forger computes a valid CRC: it covers addresses, so a copied one would not verify)."""
+    data, meta = data_meta
+    m = DatagramMeta(src, meta.dst, meta.sport, meta.dport, meta.ecn, meta.dscp)
+    return seal((data[:-4],), m), m
+
+
+def _started(nbytes: int = 10000):
+    ep = initiator()
+    ep.send_message(B, bytes(nbytes))
+    pkts = out(ep)
+    first, last = pkts[0][0]["pds"], pkts[-1][0]["pds"]
+    return ep, first["spdcid"], first["psn"], last["psn"]
+
+
+def test_i13_forged_ack_from_another_address_completes_nothing():
+    ep, pdcid, first, last = _started()
+    ep.receive_datagram(*_from(ack_to(pdcid, last, ack_psn=last), FORGER), 1e-5)
+    evs = events(ep)
+    assert not [e for e in evs if isinstance(e, (SendComplete, PdcEstablished))]
+    assert ep.stats["foreign_ack"] == 1
+    # the real target's ACK still establishes and completes
+    ep.receive_datagram(*ack_to(pdcid, last, ack_psn=last), 2e-5)
+    assert [type(e) for e in events(ep)] == [PdcEstablished, SendComplete]
+
+
+def test_i13_forged_nack_inv_dpdcid_from_another_address_does_not_kill_the_pdc():
+    ep, pdcid, first, last = _started()
+    ep.receive_datagram(*ack_to(pdcid, first, ack_psn=first), 1e-5)  # established
+    events(ep)
+    ep.receive_datagram(*_from(nack_to(pdcid, first + 1, NC["INV_DPDCID"], spdcid=0), FORGER), 2e-5)
+    assert not [e for e in events(ep) if isinstance(e, (MessageFailed, PdcClosed))]
+    assert ep.stats["foreign_nack"] == 1 and len(ep.pdcs()) == 1
+    # the same NACK from the target itself is the spec's C.5 answer: the PDC closes in error
+    ep.receive_datagram(*nack_to(pdcid, first + 1, NC["INV_DPDCID"], spdcid=0), 3e-5)
+    assert any(isinstance(e, PdcClosed) and e.error for e in events(ep))
+
+
+def test_i13_forged_close_req_from_another_address_is_ignored():
+    ep, pdcid, first, last = _started(100)
+    ep.receive_datagram(*ack_to(pdcid, first, ack_psn=first), 1e-5)
+    events(ep)
+    f = {"type": 11, "ctl_type": 5, "psn": 0, "spdcid": 99, "dpdcid": pdcid}
+    meta = DatagramMeta(FORGER, "10.0.0.1", PORT, EV, 0, 46)
+    ep.receive_datagram(seal((wire.encode("pds.control", f),), meta), meta, 2e-5)
+    ep.send_message(B, b"more")
+    assert [p[0]["pds"]["type_name"] for p in out(ep, 3e-5)] == ["RUD_REQ"]  # no CLOSE
+    assert ep.stats["foreign_control"] == 1
+
+
+def test_i15_window_below_ack_trigger_sets_ar_when_full():
+    ep = initiator(window_bytes=4096)
+    ep.send_message(B, bytes(3 * 4096))
+    (p,) = out(ep)  # one packet fills the window; without AR the target would wait for 16 KiB
+    assert p[0]["pds"]["ar"] and not p[0]["ses"]["eom"]
+
+
+def test_i15_window_above_ack_trigger_keeps_coalescing():
+    ep = initiator(window_bytes=64 << 10)
+    ep.send_message(B, bytes(32 * 4096))
+    ars = [p[0]["pds"]["ar"] for p in out(ep)]
+    assert len(ars) == 16 and not any(ars)
+
+
+def test_i15_small_windows_finish_without_timers():
+    """1 MiB with a 4 KiB window: about one round trip per window, no RTO, no tail-loss probe."""
+    for window in (4096, 8192):
+        r = Simulator(SimConfig(bytes=1 << 20, window_bytes=window, seed=1)).run()
+        assert r["ok"] and r["rto"] == 0 and r["tlp"] == 0 and r["retransmissions"] == 0, r
+
+
+def test_i14_close_answered_inv_dpdcid_after_all_messages_is_a_clean_close():
+    """Issue 11 item 10's replay line: the retransmitted CLOSE meets a target whose MSL ended."""
+    cfg = SimConfig(bytes=4097, messages=3, fail=[(0, 0.0), (1, 20.0), (2, 40.0)], seed=1)
+    r = Simulator(cfg).run()
+    assert r["ok"], r["failures"]
+    assert r["nacks"].get("INV_DPDCID", 0) >= 1  # the case this test is about did happen
+
+
+def test_i14_close_nack_before_completion_still_fails():
+    ep, pdcid, first, last = _started(100)
+    ep.receive_datagram(*nack_to(pdcid, first, NC["INV_DPDCID"], spdcid=0), 1e-5)
+    assert any(isinstance(e, PdcClosed) and e.error for e in events(ep))
