@@ -145,8 +145,10 @@ def test_attach_refuses_an_ses_mtu_beyond_the_pds_mtu():
 
 def test_messages_beyond_the_reassembly_limit_get_no_ses_msg_avail_and_are_retried():
     a = Endpoint(A, PdsConfig(mtu=1024), seed=1)
-    b = Endpoint(B, PdsConfig(mtu=1024, max_rx_messages=1), seed=2)
-    sa, sb = SesEndpoint(SesConfig(mtu=1024, seed=1)), SesEndpoint(SesConfig(mtu=1024, seed=2))
+    b = Endpoint(B, PdsConfig(mtu=1024), seed=2)
+    # the SES owns its messages, so its config holds the limit (R1 of uet/ses/endpoint.py)
+    sa = SesEndpoint(SesConfig(mtu=1024, seed=1))
+    sb = SesEndpoint(SesConfig(mtu=1024, seed=2, max_rx_messages=1))
     a.attach_ses(sa)
     b.attach_ses(sb)
     mem = bytearray(8192)

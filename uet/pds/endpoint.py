@@ -144,10 +144,11 @@ SES sublayer (issue 5; attach_ses; without one everything above is as it was)
   X2  W5 with an SES attached: every request with next_hdr 1-6 goes to ``ses_layer.
       receive_bytes(nh, bytes after the PDS header, peer=source address, request_ref=PSN)``
       (RUD: on arrival; ROD: in PSN order, W4); the SEND reassembly of MessageLayer is not used.
-      W5's NO_SES_MSG_AVAIL stays: a packet of a multi-packet message (standard header, not
-      SOM + EOM) that is not in the SES's reassembly while ``max_rx_messages`` messages are (per
-      endpoint here) gets that NACK and stays unreceived. Buffer shortages are the SES's return
-      codes (NO_MATCH for a full unexpected list, D.8), so no NO_PKT_BUFFER. The hot path never
+      Admission asks the SES first (``ses_layer.admit``, R2 of uet/ses/endpoint.py): a new
+      partial message beyond its per-peer or total limits gets NACK NO_SES_MSG_AVAIL, payload
+      beyond its byte budget NO_PKT_BUFFER, and the PSN stays unreceived; the SES's idle partial
+      messages are dropped by ``ses_layer.expire`` on the endpoint's sweep (R3). A full
+      unexpected list is the SES's return code (NO_MATCH, D.8). The hot path never
       applies (no message is ever in MessageLayer's reassembly): every request goes the general
       way.
   X3  C.3 / D.7: the response the SES returns for a PSN is kept (next_hdr 4, 5 or 6 + bytes;
@@ -2014,10 +2015,11 @@ class Endpoint:
             self._peer_targets.pop(t.peer, None)
         self.ses.release(t)
 
-    def arm_sweep(self) -> None:
-        """T7: a partial message exists; make sure the idle sweep is scheduled."""
-        if self._sweep_at == INF:
-            self._sweep_at = self._now + self.config.target_idle_timeout
+    def arm_sweep(self, delay: float) -> None:
+        """T7 / X2: a partial message exists; make sure an idle sweep runs within ``delay``."""
+        at = self._now + delay
+        if at < self._sweep_at:
+            self._sweep_at = at
             self._timer_dirty = True
 
     def _sweep_idle(self, now: float) -> None:
@@ -2034,6 +2036,11 @@ class Endpoint:
                 self._stats["partial_messages_expired"] += 1
             elif due < nxt:
                 nxt = due
+        sl = self.ses_layer
+        if sl is not None:  # X2: the SES's own partial messages (R3 of uet/ses/endpoint.py)
+            sl.expire(now)
+            if sl.in_reassembly:
+                nxt = min(nxt, now + sl.config.partial_timeout / 2)
         self._sweep_at = nxt
         self._timer_dirty = True
 

@@ -198,10 +198,9 @@ class MessageLayer:
     def admit(self, t: Any, data: bytes, off: int, end: int, nh: int) -> tuple[int, Any]:
         sl = self.ep.ses_layer
         if sl is not None and 1 <= nh <= 6:  # X2: the SES sublayer takes it
-            if nh == 3 and sl.in_reassembly >= self.cfg.max_rx_messages:
-                f, _ = _STD.decode(data, off)
-                if not (f["som"] and f["eom"]) and not sl.reassembling(t.peer, f["message_id"]):
-                    return NACK_NO_SES_MSG_AVAIL, None  # a new message beyond the limit (B.11)
+            code = sl.admit(t.peer, nh, memoryview(data)[off:end])  # R2 of uet/ses/endpoint.py
+            if code:
+                return code, None
             return 0, (_SES_ITEM, nh, bytes(data[off:end]))
         if nh == 3:
             f, size = _STD.decode(data, off)
@@ -245,7 +244,7 @@ class MessageLayer:
                 self.budget.close_message(t.peer)
                 return NACK_NO_PKT_BUFFER, None
             t.rx_msgs[mid] = rx
-            self.ep.arm_sweep()
+            self.ep.arm_sweep(self.cfg.target_idle_timeout)
         elif rx.length != rl:
             return -RC_UNSUPPORTED_SIZE, (RC_UNSUPPORTED_SIZE, mid)
         elif not self.reserve(rx, mo, pl):
@@ -275,7 +274,11 @@ class MessageLayer:
     def deliver_ses(self, t: Any, nh: int, data: bytes, psn: int) -> None:
         """X2/X3: one SES packet to the SES sublayer; its response is kept for the ACK of
         ``psn`` (bounded: the oldest are forgotten beyond two windows, a choice)."""
-        rsp = self.ep.ses_layer.receive_bytes(nh, data, peer=t.peer, request_ref=psn)
+        ep = self.ep
+        sl = ep.ses_layer
+        rsp = sl.receive_bytes(nh, data, peer=t.peer, request_ref=psn, now=ep._now)
+        if sl.in_reassembly:
+            ep.arm_sweep(sl.config.partial_timeout)  # R3 of uet/ses/endpoint.py
         if rsp is not None:
             store = t.ses_rsps
             store[psn] = (rsp.next_hdr, rsp.to_bytes())

@@ -45,14 +45,22 @@ class ReceiveBudget:
         #: refusals by kind ("messages", "messages_per_peer", "bytes", "bytes_per_peer")
         self.refused: Counter[str] = Counter()
 
-    def open_message(self, peer: Hashable) -> bool:
-        """Admit one more partial message from ``peer`` (False: over a limit, nothing counted)."""
+    def fits_message(self, peer: Hashable) -> bool:
+        """Whether one more partial message from ``peer`` is within the limits (counted as a
+        refusal when not)."""
         lim = self.limits
-        if self._peer_messages[peer] >= lim.messages_per_peer:
+        if self._peer_messages.get(peer, 0) >= lim.messages_per_peer:
             self.refused["messages_per_peer"] += 1
             return False
         if self.messages >= lim.messages:
             self.refused["messages"] += 1
+            return False
+        return True
+
+    def open_message(self, peer: Hashable, *, force: bool = False) -> bool:
+        """Count one more partial message from ``peer``; unless ``force``, only within the
+        limits (False: nothing counted)."""
+        if not force and not self.fits_message(peer):
             return False
         self._peer_messages[peer] += 1
         self.messages += 1
@@ -66,16 +74,26 @@ class ReceiveBudget:
         else:
             del self._peer_messages[peer]
 
-    def charge(self, peer: Hashable, nbytes: int) -> bool:
-        """Charge ``nbytes`` of storage to ``peer`` (False: over a limit, nothing charged)."""
+    def fits_bytes(self, peer: Hashable, nbytes: int) -> bool:
+        """Whether ``nbytes`` more storage for ``peer`` is within the limits (counted as a refusal
+        when not)."""
         if nbytes <= 0:
             return True
         lim = self.limits
-        if self._peer_bytes[peer] + nbytes > lim.bytes_per_peer:
+        if self._peer_bytes.get(peer, 0) + nbytes > lim.bytes_per_peer:
             self.refused["bytes_per_peer"] += 1
             return False
         if self.bytes + nbytes > lim.bytes:
             self.refused["bytes"] += 1
+            return False
+        return True
+
+    def charge(self, peer: Hashable, nbytes: int, *, force: bool = False) -> bool:
+        """Charge ``nbytes`` of storage to ``peer``; unless ``force``, only within the limits
+        (False: nothing charged)."""
+        if nbytes <= 0:
+            return True
+        if not force and not self.fits_bytes(peer, nbytes):
             return False
         self._peer_bytes[peer] += nbytes
         self.bytes += nbytes

@@ -101,6 +101,19 @@ Initiator: responses
       sends: NO_MATCH means deferred, M4). A DEFAULT_RESPONSE with RC NULL (D.9, built by the
       PDS for cleared duplicates) changes nothing.
 
+Target: resources (issue 11; uet.ses.budget)
+  R1  partial multi-packet messages (standard header, not SOM + EOM) are counted per peer and in
+      all (``max_rx_messages_per_peer``, ``max_rx_messages``), with the payload bytes they hold
+      (``rx_bytes_per_peer``, ``rx_bytes``): memory is charged for bytes that arrived, never for
+      a request_length a header claims.
+  R2  a transport that can refuse a packet before it counts as received asks :meth:`admit`
+      first: a new partial message beyond R1's message limits -> NACK NO_SES_MSG_AVAIL (B.11
+      0x09), payload beyond the byte limits -> NO_PKT_BUFFER (0x07). What arrives anyway (a
+      transport that does not ask) is counted all the same.
+  R3  choice: a partial message idle for ``partial_timeout`` (no packet of it arrived, by the
+      ``now`` the transport passes) is dropped by :meth:`expire` with a MessageError (DROPPED,
+      D.8 0x24); a posted receive it had bound is posted again.
+
 Everywhere
   E1  principle 6: nothing raises out of :meth:`receive` / :meth:`receive_bytes`; arbitrary
       dicts and bytes give a return code or a counted drop (``stats['malformed']``).
@@ -118,6 +131,7 @@ from ..wire import codec
 from ..wire.uet_headers import ATOMIC_OPCODES, CSWAP_AMO_OPCODES, RENDEZVOUS_OPCODES
 from . import atomics as amo
 from . import events as ev
+from .budget import BudgetLimits, ReceiveBudget
 
 # D.1 request opcodes
 (NO_OP, WRITE, READ, ATOMIC, FETCHING_ATOMIC, SEND, RENDEZVOUS_SEND, DATAGRAM_SEND,
@@ -172,6 +186,12 @@ class SesConfig:
     unexpected_limit: int = 64             # M2
     unexpected_bytes: int = 1 << 24        # M2
     max_message_bytes: int = 1 << 30       # T5
+    # R1-R3: partial multi-packet messages and the bytes they hold, per peer and in all
+    max_rx_messages: int = 256
+    max_rx_messages_per_peer: int = 64
+    rx_bytes: int = 2 << 30
+    rx_bytes_per_peer: int = (1 << 30) + (256 << 20)
+    partial_timeout: float = 5.0           # R3: seconds a partial message may sit idle
     rendezvous_eager: int = 1024           # M5: bytes sent eagerly (capped at mtu)
     seed: int = 0                          # restart tokens, rendezvous keys
 
@@ -278,6 +298,8 @@ class _Rx:
     chunks: dict = field(default_factory=dict)  # send: message offset -> bytes (assembled at
     # delivery, so memory grows with bytes actually received, never with a claimed length)
     recv: _Posted | None = None
+    charged: int = 0                 # R1: bytes charged to the peer's budget while partial
+    last: float = 0.0                # R3: when a packet of it last arrived
     unexpected: bool = False
     failed: bool = False            # T8: swallow the rest, no more responses
     deferred: bool = False
@@ -354,6 +376,11 @@ class SesEndpoint:
         self.regions: dict[int, MemoryRegion] = {}
         self._posted: list[_Posted] = []
         self._rx: dict[tuple[Any, int], _Rx] = {}
+        c = self.config
+        self.budget = ReceiveBudget(BudgetLimits(
+            messages=c.max_rx_messages, messages_per_peer=c.max_rx_messages_per_peer,
+            bytes=c.rx_bytes, bytes_per_peer=c.rx_bytes_per_peer))
+        self._now = 0.0
         self._unexpected: list[_Rx] = []
         self._unexpected_bytes = 0
         self._deferred: dict[tuple[Any, int], _Deferred] = {}
@@ -386,6 +413,61 @@ class SesEndpoint:
         """Multi-packet messages in reassembly (a transport may refuse new ones beyond a limit:
         uet/pds/endpoint.py X2)."""
         return len(self._rx)
+
+    def admit(self, peer: Any, next_hdr: int, data: bytes | bytearray | memoryview) -> int:
+        """R1/R2 for a transport that can refuse a packet before it counts as received (the PDS,
+        W5 of uet/pds/endpoint.py): 0, or the B.11 NACK code to answer with - NO_SES_MSG_AVAIL
+        (0x09) for a new multi-packet message beyond the partial-message limits, NO_PKT_BUFFER
+        (0x07) when its payload would exceed the peer's or the endpoint's bytes."""
+        if next_hdr != NH_STD:
+            return 0  # small and medium requests are whole messages; responses hold nothing
+        try:
+            f, n = codec("ses.std").decode(data, 0)
+        except (DecodeError, ValueError):
+            return 0  # receive() answers it (E1)
+        if f.get("som") and f.get("eom"):
+            return 0
+        key = (peer, f["message_id"])
+        if key not in self._rx and not self.budget.fits_message(peer):
+            return 0x09
+        if f["opcode"] in SEND_OPCODES and not self.budget.fits_bytes(peer, len(data) - n):
+            return 0x07
+        return 0
+
+    def _rx_put(self, key: tuple[Any, int], rx: _Rx) -> None:
+        if key not in self._rx:
+            self.budget.open_message(rx.peer, force=True)
+        rx.last = self._now
+        self._rx[key] = rx
+
+    def _rx_pop(self, key: tuple[Any, int]) -> _Rx | None:
+        rx = self._rx.pop(key, None)
+        if rx is not None:
+            self.budget.close_message(rx.peer)
+            self.budget.release(rx.peer, rx.charged)
+            rx.charged = 0
+        return rx
+
+    def expire(self, now: float) -> int:
+        """R3: drop the partial messages idle for ``partial_timeout`` (their initiator is gone, or
+        never meant to finish); a receive one of them had bound is posted again. Returns how
+        many were dropped."""
+        self._now = max(self._now, now)
+        limit = now - self.config.partial_timeout
+        gone = [k for k, rx in self._rx.items() if rx.last <= limit]
+        for k in gone:
+            rx = self._rx_pop(k)
+            if rx is None:
+                continue
+            if rx.unexpected and rx in self._unexpected:
+                self._unexpected.remove(rx)
+                self._unexpected_bytes -= rx.length
+            if rx.recv is not None and not rx.failed:
+                self._posted.insert(0, rx.recv)
+            self.stats["partial_expired"] += 1
+            self._events.append(ev.MessageError(rx.peer, rx.mid, rx.opcode, 0x24,
+                                                "partial message idle: dropped"))  # DROPPED
+        return len(gone)
 
     def pending(self, message_id: int) -> bool:
         """Whether an operation with this message id still waits for its response (a transport
@@ -663,8 +745,10 @@ class SesEndpoint:
 
     def receive_bytes(self, next_hdr: int, data: bytes | bytearray | memoryview, *, peer: Any = None,
                       request_ref: Any = None, message_id: int | None = None, mode: str = "rud",
-                      inline_limit: int | None = None) -> SesPacket | None:
+                      inline_limit: int | None = None, now: float | None = None) -> SesPacket | None:
         """Decode the SES header (+ extension) at the start of ``data`` and :meth:`receive` it."""
+        if now is not None and now > self._now:
+            self._now = now
         try:
             f, ext, payload = decode_ses(int(next_hdr), data)
         except (DecodeError, ValueError, TypeError):
@@ -678,10 +762,13 @@ class SesEndpoint:
     def receive(self, next_hdr: int, ses: Mapping[str, Any], ext: Mapping[str, Any] | None = None,
                 payload: bytes = b"", *, peer: Any = None, request_ref: Any = None,
                 message_id: int | None = None, mode: str = "rud",
-                inline_limit: int | None = None) -> SesPacket | None:
+                inline_limit: int | None = None, now: float | None = None) -> SesPacket | None:
         """Take one SES packet. Requests (next_hdr 1-3) return the response that rides on their
         ACK (RUD/ROD) or forms the RUDI response, or None; responses (4-6) return None.
-        ``mode`` is "rud" (also ROD), "rudi" or "uud" (T3)."""
+        ``mode`` is "rud" (also ROD), "rudi" or "uud" (T3). ``now`` (the caller's clock) dates
+        the packet for R3."""
+        if now is not None and now > self._now:
+            self._now = now
         try:
             if next_hdr in REQUEST_NH:
                 return self._on_request(int(next_hdr), ses, ext or {}, bytes(payload), peer,
@@ -723,7 +810,7 @@ class SesEndpoint:
                 return None
             return self._on_datagram(f, payload, peer, nh)
         if f.get("ie"):  # T1
-            self._rx.pop((peer, mid), None) if nh == NH_STD else None
+            self._rx_pop((peer, mid)) if nh == NH_STD else None
             return self._fail(peer, mid, op, RC_INITIATOR_ERR, ref, "initiator error (IE)")
         if self.config.check_job and _i(f, "job_id") != self.config.job_id:  # T2
             return self._fail(peer, mid, op, RC_BAD_JOB_ID, ref, f"job {_i(f, 'job_id')} is not ours")
@@ -735,7 +822,7 @@ class SesEndpoint:
         if op == NO_OP:
             return self._rsp(peer, mid, RC_OK, ref)
         if op == MSG_ERROR:  # T9
-            rx = self._rx.pop((peer, mid), None)
+            rx = self._rx_pop((peer, mid))
             if rx is not None and rx.unexpected and rx in self._unexpected:
                 self._unexpected.remove(rx)
                 self._unexpected_bytes -= rx.length
@@ -816,7 +903,7 @@ class SesEndpoint:
             reg = self._region(f, "writable", rl)
             if isinstance(reg, int):
                 if nh == NH_STD and rl > len(payload):
-                    self._rx[key] = _Rx(peer, mid, WRITE, rl, None, failed=True, kind="write")
+                    self._rx_put(key, _Rx(peer, mid, WRITE, rl, None, failed=True, kind="write"))
                     self._rx[key].offsets.add(mo)
                     self._rx[key].got = len(payload)
                 return self._fail(peer, mid, WRITE, reg, ref, "write refused")
@@ -824,7 +911,8 @@ class SesEndpoint:
             rx = _Rx(peer, mid, WRITE, rl, None, kind="write", region=region, base=base,
                      mkey=region.key, buf=region.buffer)
             if nh == NH_STD:
-                self._rx[key] = rx
+                self._rx_put(key, rx)
+        rx.last = self._now
         if rx.kind != "write" or rx.length != rl:
             return self._fail(peer, mid, WRITE, RC_UNSUPPORTED_SIZE, ref, "message changed shape")
         if mo in rx.offsets:
@@ -836,7 +924,7 @@ class SesEndpoint:
             rx.buf[rx.base + mo:rx.base + mo + len(payload)] = payload
         if rx.got < rl:
             return None
-        self._rx.pop(key, None)
+        self._rx_pop(key)
         if rx.failed:
             return None
         self._events.append(ev.RmaWriteDone(peer, mid, rx.mkey, rx.base, rl))
@@ -972,7 +1060,7 @@ class SesEndpoint:
                     rx.failed = True
                     rsp = self._fail(peer, mid, op, RC_TOO_LONG, ref, "message longer than the receive")
             if nh == NH_STD:
-                self._rx[key] = rx
+                self._rx_put(key, rx)
         elif rx.length != rl or rx.opcode != op:
             if not rx.failed:
                 rx.failed = True
@@ -985,8 +1073,12 @@ class SesEndpoint:
         rx.got += len(payload)
         if f.get("som") and f.get("hd"):  # header data rides on the SOM packet only (D.3)
             rx.header_data = _i(f, "header_data")
+        rx.last = self._now
         if not rx.failed and not rx.deferred:
             rx.chunks[mo] = payload
+            if nh == NH_STD and key in self._rx:  # R1: bytes held while the message is partial
+                self.budget.charge(peer, len(payload), force=True)
+                rx.charged += len(payload)
         if op in RENDEZVOUS_OPCODES and first and not rx.failed:  # M5: pull the rest
             rest = rl - len(payload)
             if rest > 0:
@@ -1001,7 +1093,7 @@ class SesEndpoint:
         if rx.got < rl:
             return rsp
         if nh == NH_STD:
-            self._rx.pop(key, None)
+            self._rx_pop(key)
         if rx.failed or rx.deferred:
             return rsp
         rx.done = True
