@@ -43,11 +43,23 @@ def test_d8_at_out_of_range_write_read_and_multi_packet():
     assert b.stats["malformed"] == 0 and a.stats["unknown_response"] == 0
 
 
-def test_d8_at_out_of_range_negative_offset_is_huge():
+def test_d8_at_out_of_range_huge_offset():
     a, b, lb = pair()
     b.register(1, bytearray(16))
-    a.write("b", 1, -1, b"x")  # -1 & M64: far beyond the region
+    a.write("b", 1, (1 << 64) - 1, b"x")  # far beyond the region
     assert rc_of(run(lb)["a"]) == "AT_OUT_OF_RANGE"
+
+
+def test_s6_negative_offset_or_oversized_length_is_refused_before_sending():
+    import pytest
+    from uet.ses import SesError
+
+    a, b, lb = pair()
+    for bad in (lambda: a.write("b", 1, -1, b"x"), lambda: a.read("b", 1, 0, 1 << 32),
+                lambda: a.read("b", 1, 1 << 64, 1), lambda: a.atomic("b", 1, -8, 2, 7, 1)):
+        with pytest.raises(SesError):
+            bad()
+    assert a.packets_to_send() == [] and a.outstanding == 0
 
 
 def test_d8_perm_violation():

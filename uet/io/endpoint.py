@@ -84,6 +84,7 @@ from ._ses import AMO_BY_NAME, DT_BY_NAME, SesHost, rc_name, ses_config
 
 INF = math.inf
 OP_MODES = ("rud", "rod", "rudi")  # delivery modes of SES operations (UUD: datagram only, C.8)
+RUDI_WINDOW = 256  # single-packet RUDI operations of one read/write outstanding at once
 REQ_TYPES = frozenset((2, 3, 13, 14))  # B.1 RUD/ROD requests (plain and CC)
 MSG_TRUNC = int(socket.MSG_TRUNC)
 
@@ -336,11 +337,31 @@ class LiveEndpoint:
             raise err
         return out
 
-    def _chunks(self, mode: str, n: int) -> list[tuple[int, int]]:
-        mtu = self.ses.config.mtu
-        if mode != "rudi" or n <= mtu:
+    def _pieces(self, mode: str, offset: int, n: int) -> list[tuple[int, int]]:
+        """The (offset, length) pieces of one RMA operation, after checking it against the local
+        limits before anything is sent: a length up to ``SesConfig.max_message_bytes``, a range
+        inside 64-bit offsets. RUDI carries single-packet operations (C.8): mtu pieces."""
+        cfg = self._need_ses().config
+        if mode not in OP_MODES:
+            raise ValueError(f"mode must be one of {OP_MODES} (UUD: datagram()), not {mode!r}")
+        if not 0 <= n <= cfg.max_message_bytes:
+            raise ValueError(f"length {n} is outside 0..{cfg.max_message_bytes} "
+                             "(SesConfig.max_message_bytes)")
+        if offset < 0 or offset + n > 1 << 64:
+            raise ValueError(f"offset {offset} + length {n} is outside the 64-bit buffer offsets")
+        if mode != "rudi" or n <= cfg.mtu:
             return [(0, n)]
-        return [(o, min(mtu, n - o)) for o in range(0, n, mtu)]
+        return [(o, min(cfg.mtu, n - o)) for o in range(0, n, cfg.mtu)]
+
+    async def _run_pieces(self, mode: str, start: Any, pieces: list[tuple[int, int]]) -> list[Any]:
+        """Run one operation per piece, at most ``RUDI_WINDOW`` outstanding (message ids are 16
+        bits, and a huge RUDI read must not starve every other operation); stops starting new
+        pieces at the first failure, which it raises once the started ones are collected."""
+        out: list[Any] = []
+        for i in range(0, len(pieces), RUDI_WINDOW):
+            hs = [self._start_op(mode, start, o, n) for o, n in pieces[i:i + RUDI_WINDOW]]
+            out += await self._wait_all(hs)
+        return out
 
     async def write(self, dest: str | tuple, key: int, offset: int, data: bytes, *,
                     mode: str = "rud") -> int:
@@ -349,18 +370,19 @@ class LiveEndpoint:
         host = self._dest(dest)
         ses = self._need_ses()
         mv = memoryview(bytes(data))
-        hs = [self._start_op(mode, ses.write, host, key, offset + o, mv[o:o + n])
-              for o, n in self._chunks(mode, len(mv))]
-        return sum(r.modified_length for r in await self._wait_all(hs))
+        pieces = self._pieces(mode, offset, len(mv))
+        rs = await self._run_pieces(
+            mode, lambda o, n: ses.write(host, key, offset + o, mv[o:o + n]), pieces)
+        return sum(r.modified_length for r in rs)
 
     async def read(self, dest: str | tuple, key: int, offset: int, length: int, *,
                    mode: str = "rud") -> bytes:
         """RMA READ of ``length`` bytes at ``offset`` of the peer's region ``key``."""
         host = self._dest(dest)
         ses = self._need_ses()
-        hs = [self._start_op(mode, ses.read, host, key, offset + o, n)
-              for o, n in self._chunks(mode, length)]
-        return b"".join(bytes(r.data or b"") for r in await self._wait_all(hs))
+        pieces = self._pieces(mode, offset, length)
+        rs = await self._run_pieces(mode, lambda o, n: ses.read(host, key, offset + o, n), pieces)
+        return b"".join(bytes(r.data or b"") for r in rs)
 
     async def atomic(self, dest: str | tuple, key: int, offset: int, amo: str | int = "SUM",
                      dtype: str | int = "UINT64", operand: Any = 0, *, fetch: bool = False,

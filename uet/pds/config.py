@@ -78,6 +78,7 @@ class PdsConfig:
     target_idle_reap: float = 1.0             # choice (C.1 New_PDC_Time-like): at the PDC limit, a
                                               # new SYN first frees target PDCs idle this long (s)
     max_pdcs_per_peer: int = 256              # T3: PDCs one peer address may hold (NO_PDC_AVAIL)
+    refusal_nack_rate: float = 1000.0         # T3: NO_PDC_AVAIL NACKs per second per peer (0: all)
     target_idle_timeout: float = 5.0          # T7: a target PDC holding a partial message that heard
                                               # nothing this long is freed (its initiator is gone)
     first_pdcid: int | None = None            # C.1: None = a seeded random start, so that two

@@ -27,7 +27,10 @@ PDC identity and establishment (target)
       ``target_idle_reap`` (choice, like C.1's New_PDC_Time); if none is, it gets NACK NO_PDC_AVAIL
       (0x04) with SPDCID 0 and allocates nothing; PDCs in use are unaffected. One peer address
       holds at most ``max_pdcs_per_peer`` target PDCs (beyond: its own idle ones are reaped first,
-      else NO_PDC_AVAIL), so one flooding address cannot take the table. The first PDCID is
+      else NO_PDC_AVAIL), so one flooding address cannot take the table. Reaping frees half-open
+      PDCs (never named without SYN) before established ones, scans at most once per reaping time
+      while nothing can have become idle, and the refusing NACKs are rate-limited per peer
+      (``refusal_nack_rate``): a SYN flood at a full table stays cheap. The first PDCID is
       seeded-random (``first_pdcid`` fixes it), so two endpoints sharing an address do not collide
       in the target's (source, destination, SPDCID) key.
   T4  C.5: a request without SYN whose DPDCID names no target PDC -> NACK INV_DPDCID (0x0E),
@@ -98,8 +101,10 @@ Initiator
   I8  C.5: RTO (initial ``rto_initial`` 1 ms; choice: srtt + 4 rttvar, floor ``rto_min``, once
       sampled) with exponential backoff; on expiry, packets older than the RTO are resent; when
       only SACKed-but-not-CACKed packets remain, an ACK_REQ control (ctl 1) for the lowest of them
-      is sent instead (C.4). More than ``max_rto_retx`` consecutive timeouts without progress
-      close the PDC in error and fail its messages.
+      is sent instead (C.4). After a timeout the next one is at least one (backed-off) RTO
+      later, however spread out in time the packets still in flight were sent. More than
+      ``max_rto_retx`` consecutive timeouts without progress close the PDC in error and fail
+      its messages.
   I9  C.9 TAIL_LOSS_TIME: tail-loss probe: with packets outstanding and nothing heard for the
       probe time (choice: 2 srtt, min ``tlp_min``), send ACK_REQ for the newest outstanding PSN;
       the target answers an ACK (with SACK) or NACK PKT_NOT_RCVD. At most ``max_tail_loss_retx``
@@ -452,6 +457,7 @@ class Initiator:
         self.last_tx = 0.0
         self.last_progress = 0.0
         self.rto_count = 0
+        self.rto_not_before = 0.0
         self.backoff = 1
         self.tlp_count = 0
         self.tlp_pending = False
@@ -550,6 +556,8 @@ class Initiator:
                 r = None
             if r is not None or not (self.delayed or self.retx_q):  # I10: a wait, not a loss
                 at = (r.sent if r is not None else self.last_progress) + self._rto()
+                if at < self.rto_not_before:
+                    at = self.rto_not_before
                 if at < t:
                     t = at
             if not self.tlp_pending and r is not None and self.tlp_count < self.cfg.max_tail_loss_retx:
@@ -579,7 +587,8 @@ class Initiator:
         r = self._oldest_inflight()
         rto = self._rto()
         if (r is not None or not (self.delayed or self.retx_q)) and (
-                r.sent if r is not None else self.last_progress) + rto <= now:
+                r.sent if r is not None else self.last_progress) + rto <= now and (
+                self.rto_not_before <= now):
             self._on_rto(now, rto)
         elif (r is not None and not self.tlp_pending and self.tlp_count < self.cfg.max_tail_loss_retx
               and self.last_tx + self._pto() <= now):
@@ -642,6 +651,9 @@ class Initiator:
                 self.ctl_q.append((CTL_ACK_REQ, low.psn, 0, True))
         self.last_progress = now
         self.backoff = min(self.backoff * 2, 1 << 10)
+        # I8: the next timeout counts only one (backed-off) RTO from this one, however the
+        # packets still in flight were spread out in time
+        self.rto_not_before = now + self._rto()
         self.cc.on_timeout(now)
         self.sel.on_timeout(now)
 
@@ -1104,6 +1116,7 @@ class Initiator:
         self.rack_seq, self.rack_rtt = rack_seq, rack_rtt
         if progress:
             self.rto_count = 0
+            self.rto_not_before = 0.0
             self.backoff = 1
             self.tlp_count = 0
             self.tlp_pending = False
@@ -1253,6 +1266,7 @@ class Target:
         self.clear_psn = (start_psn - 1) & M32
         self.close_psn: int | None = None
         self.last_rx = 0.0
+        self.open = False  # T3: a packet without SYN named us (the initiator learned our PDCID)
         # the constant part of this PDC's ACKs (A2): type, PDC ids, MPR, cc_type 0
         # (None when the configuration does not fit the fields: the general encoder says so)
         cfg = ep.config
@@ -1306,6 +1320,8 @@ class Endpoint:
         self._tgt_by_key: dict[tuple, Target] = {}
         self._tombs: dict[int, _Tomb] = {}
         self._peer_targets: Counter = Counter()  # target PDCs per peer address (T3)
+        self._reap_after: dict[str | None, float] = {}  # T3: no idle target before then
+        self._nack_tokens: dict[str, tuple[float, float]] = {}  # T3: per peer (tokens, time)
         self._sweep_at = INF  # T7: next idle sweep of targets holding partial messages
         first = self.config.first_pdcid
         # a generator of its own, so that the start PSNs drawn from self.rng stay as they were
@@ -1549,6 +1565,7 @@ class Endpoint:
         """W1 (a new PSN, admitted by the message layer), W4 and A1 for the hot path of
         :meth:`receive_datagram`: what :meth:`_target_request` does for such a request."""
         t.last_rx = now
+        t.open = True
         win = t.win
         win.set(psn)
         plen = end - _REQ_SIZE
@@ -1689,7 +1706,8 @@ class Endpoint:
                         or self._reap_idle_targets(self._now, meta.src)):
                     pdcid = self._alloc_pdcid()
                 if pdcid is None:  # T3
-                    self._send_nack(meta, N["NO_PDC_AVAIL"], psn, 0, spdcid, f)
+                    if self._nack_allowed(meta.src):
+                        self._send_nack(meta, N["NO_PDC_AVAIL"], psn, 0, spdcid, f)
                     return None
                 t = Target(self, pdcid, meta.src, meta.dst, spdcid, ptype_rod, start, key)
                 self._pdcs[pdcid] = t
@@ -1713,6 +1731,7 @@ class Endpoint:
             if t.peer_pdcid != spdcid or t.peer != meta.src:  # T5
                 self._send_nack(meta, N["PDC_HDR_MISMATCH"], psn, t.pdcid, spdcid, f)
                 return None
+            t.open = True
         if t.rod != ptype_rod:  # T6
             self._send_nack(meta, N["PDC_MODE_MISMATCH"], psn, t.pdcid, spdcid, f)
             return None
@@ -1991,9 +2010,26 @@ class Endpoint:
         """T3 under pressure: free target PDCs (of ``peer``, or any) that heard nothing for
         ``target_idle_reap`` s (a SYN flood must not lock new initiators out for good). True if
         any was freed."""
-        limit = now - self.config.target_idle_reap
-        idle = [t for t in self._tgts.values()
-                if t.last_rx <= limit and (peer is None or t.peer == peer)]
+        if now < self._reap_after.get(peer, -INF):
+            return False  # nothing can have become idle since the last scan found nobody
+        wait = self.config.target_idle_reap
+        limit = now - wait
+        idle, half_open = [], []
+        first = INF  # the earliest any of the others can be reaped
+        for t in self._tgts.values():
+            if peer is None or t.peer == peer:
+                if t.last_rx <= limit:
+                    (idle if t.open else half_open).append(t)
+                elif t.last_rx + wait < first:
+                    first = t.last_rx + wait
+        if half_open:  # half-open PDCs first: an established one may only be starved, not gone
+            idle = half_open
+        if not idle:
+            # a flood of SYNs at a full table costs one scan per reaping time, not one per SYN
+            if len(self._reap_after) >= 4096:
+                self._reap_after.clear()
+            self._reap_after[peer] = first
+            return False
         for t in idle:
             self._drop_target(t, "idle, reaped at the PDC limit")
         self._stats["pdcs_reaped"] += len(idle)
@@ -2014,6 +2050,26 @@ class Endpoint:
         else:
             self._peer_targets.pop(t.peer, None)
         self.ses.release(t)
+
+    def _nack_allowed(self, peer: str) -> bool:
+        """T3: the NACKs that refuse SYNs (NO_PDC_AVAIL) are limited per peer address to
+        ``refusal_nack_rate`` a second (a token bucket of one second's worth), like ICMP rate
+        limits: a SYN flood then costs us our answers only up to that rate. A refused initiator
+        hears within 1/rate s, or resends on its RTO."""
+        rate = self.config.refusal_nack_rate
+        if rate <= 0:
+            return True
+        now = self._now
+        tokens, last = self._nack_tokens.get(peer, (rate, now))
+        tokens = min(rate, tokens + (now - last) * rate)
+        if len(self._nack_tokens) >= 4096 and peer not in self._nack_tokens:
+            self._nack_tokens.clear()
+        if tokens < 1:
+            self._nack_tokens[peer] = (tokens, now)
+            self._stats["refusal_nacks_suppressed"] += 1
+            return False
+        self._nack_tokens[peer] = (tokens - 1, now)
+        return True
 
     def arm_sweep(self, delay: float) -> None:
         """T7 / X2: a partial message exists; make sure an idle sweep runs within ``delay``."""

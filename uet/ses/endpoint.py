@@ -32,6 +32,8 @@ Initiator: cutting messages into packets
   S4  D.6: ATOMIC / FETCHING_ATOMIC carry the 4-byte atomic extension; AMO opcodes 0x0D-0x12 the
       36-byte compare-and-swap extension (the operand travels in the extension, no payload); other
       AMOs carry the operand as payload (little-endian, uet.ses.atomics).
+  S6  D.3: an RMA offset outside 0..2^64-1 or a length beyond 32 bits raises SesError before
+      anything is queued (never wrapped to a field's width).
   S5  C.8: DATAGRAM_SEND only over UUD; RUDI only for idempotent operations (WRITE, READ, NO_OP);
       the loopback channel and integrations enforce it, the target checks it (T3).
 
@@ -64,7 +66,8 @@ Target: sends and matching
       first tagged receive with ``(bits ^ match_bits) & ~ignore_bits == 0``. The first packet of
       a message to arrive (any packet; RUD reorders) binds the whole message.
   M2  no matching receive -> the message goes to the unexpected list (bounded by
-      ``unexpected_limit`` messages and ``unexpected_bytes``; beyond -> NO_MATCH 0x05) and its
+      ``unexpected_limit`` messages and ``unexpected_bytes``, one peer at most half of each
+      (choice, issue 11); beyond -> NO_MATCH 0x05) and its
       response says list = OVERFLOW (D.7); post_recv consults the unexpected list first.
   M3  a message longer than the receive's capacity -> TOO_LONG, the receive completes in error.
   M4  D.9 deferrable send (choice where facts are silent): no matching receive -> the target
@@ -463,7 +466,7 @@ class SesEndpoint:
                 self._unexpected.remove(rx)
                 self._unexpected_bytes -= rx.length
             if rx.recv is not None and not rx.failed:
-                self._posted.insert(0, rx.recv)
+                self._offer(rx.recv, front=True)
             self.stats["partial_expired"] += 1
             self._events.append(ev.MessageError(rx.peer, rx.mid, rx.opcode, 0x24,
                                                 "partial message idle: dropped"))  # DROPPED
@@ -513,7 +516,14 @@ class SesEndpoint:
         """Post a receive (tagged when ``match_bits`` is given, M1); returns its handle, which the
         MessageReceived event names."""
         p = _Posted(self._handle(), capacity, match_bits, ignore_bits & M64)
-        tagged = match_bits is not None
+        self._offer(p)
+        return p.handle
+
+    def _offer(self, p: _Posted, *, front: bool = False) -> None:
+        """A receive is free: the unexpected list first (M2), then a deferred send waiting for
+        it (M4), else it waits (at the front of the queue when it was posted earlier, R3)."""
+        tagged = p.match_bits is not None
+        capacity = p.capacity
         for rx in self._unexpected:  # M2: unexpected list first
             if p.matches(tagged, rx.tag or 0):
                 self._unexpected.remove(rx)
@@ -524,7 +534,7 @@ class SesEndpoint:
                     rx.failed = True
                 elif rx.done and not rx.pending_pull:
                     self._deliver(rx)
-                return p.handle
+                return
         for k in list(self._deferred_order):  # M4: a deferred send waiting for this receive
             d = self._deferred.get(k)
             if d is None or d.recv is not None or not p.matches(d.tagged, d.tag):
@@ -532,9 +542,11 @@ class SesEndpoint:
             d.recv = p
             self._deferred_order.remove(k)
             self._send_rtr(d)
-            return p.handle
-        self._posted.append(p)
-        return p.handle
+            return
+        if front:
+            self._posted.insert(0, p)
+        else:
+            self._posted.append(p)
 
     def cancel_recv(self, handle: int) -> bool:
         for p in self._posted:
@@ -644,8 +656,18 @@ class SesEndpoint:
                  rdv_rest=len(data) - n_eager)
         return self._start(op, [SesPacket(NH_STD, f, ext, data[:n_eager], peer, mid)])
 
+    @staticmethod
+    def _check_rma(offset: int, length: int) -> None:
+        """S6: an RMA range the wire can carry (64-bit buffer_offset, 32-bit request_length),
+        checked before anything is queued."""
+        if not 0 <= offset <= M64:
+            raise SesError(f"offset {offset} is not a 64-bit buffer offset")
+        if not 0 <= length <= M32:
+            raise SesError(f"length {length} does not fit the 32-bit request_length")
+
     def write(self, peer: Any, memory_key: int, offset: int, data: bytes, *, dc: bool = False) -> int:
         """RMA WRITE (0x01) of ``data`` at ``offset`` in the target region ``memory_key``."""
+        self._check_rma(offset, len(data))
         mid = self._mid()
         pk = self._message_packets(peer, WRITE, bytes(data), mid, key={"memory_key": memory_key & M64},
                                    buffer_offset=offset & M64, dc=dc, medium_ok=True)
@@ -656,8 +678,7 @@ class SesEndpoint:
         return self._read(peer, memory_key, offset, length)
 
     def _read(self, peer: Any, memory_key: int, offset: int, length: int, on_done: Any = None) -> int:
-        if not 0 <= length <= M32:
-            raise SesError("read length must fit 32 bits")
+        self._check_rma(offset, length)
         mid = self._mid()
         f = self._common(READ, message_id=mid, som=True, eom=True, request_length=length,
                          memory_key=memory_key & M64, buffer_offset=offset & M64)
@@ -696,6 +717,7 @@ class SesEndpoint:
 
     def _atomic(self, peer: Any, mkey: int, offset: int, amo_op: int, dt: int, payload: bytes,
                 ext: dict, fetch: bool) -> int:
+        self._check_rma(offset, len(payload))
         opcode = FETCHING_ATOMIC if fetch else ATOMIC
         mid = self._mid()
         pk = self._message_packets(peer, opcode, payload, mid, key={"memory_key": mkey & M64},
@@ -997,6 +1019,18 @@ class SesEndpoint:
             return self._data_responses(peer, mid, old, ref, max(size, MAX_ACK_DATA_SIZE))
         return self._rsp(peer, mid, RC_OK, ref, modified=size if new is not None else 0)
 
+    def _unexpected_fits(self, peer: Any, length: int) -> bool:
+        """M2: room on the unexpected list for a message of ``length`` from ``peer``: within
+        the list's limits, and within half of them for any one peer (so one sender's messages
+        cannot take the whole list from the others)."""
+        c = self.config
+        if (len(self._unexpected) >= c.unexpected_limit
+                or self._unexpected_bytes + length > c.unexpected_bytes):
+            return False
+        mine = [rx for rx in self._unexpected if rx.peer == peer]
+        return (len(mine) < max(1, c.unexpected_limit // 2)
+                and sum(rx.length for rx in mine) + length <= max(1, c.unexpected_bytes // 2))
+
     def _match_posted(self, tagged: bool, tag: int) -> _Posted | None:
         for p in self._posted:
             if p.matches(tagged, tag):
@@ -1044,8 +1078,7 @@ class SesEndpoint:
                     rx.deferred = True
                     self.stats["deferred"] += 1
                     rsp = self._rsp(peer, mid, RC_NO_MATCH, ref)
-                elif (len(self._unexpected) < self.config.unexpected_limit
-                      and self._unexpected_bytes + rl <= self.config.unexpected_bytes):  # M2
+                elif self._unexpected_fits(peer, rl):  # M2
                     rx.unexpected = True
                     self._unexpected.append(rx)
                     self._unexpected_bytes += rl
