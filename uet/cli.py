@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Sequence
 
-from . import UET_UDP_PORT, __version__
+from . import UET_UDP_PORT, __version__, cliargs
 
 
 def _json_dumps():
@@ -31,7 +31,7 @@ def _json_dumps():
 
 def _cmd_decode(args: argparse.Namespace) -> int:
     from .capture.frame import DecodeConfig, decode_frame
-    from .capture.pcap import CaptureError, read_frames
+    from .capture.pcap import CaptureError, CaptureStopped, read_frames
     from .capture.tree import frame_tree
     from .wire.schema import Options
 
@@ -55,8 +55,10 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     except CaptureError as exc:
         if chunk:
             out.write("\n".join(chunk) + "\n")
+        out.flush()
         print(f"uet decode: {exc}", file=sys.stderr)
-        return 2 if n == 0 else 0
+        # A damaged record after a readable header is still a file that could be read (design.md).
+        return 0 if isinstance(exc, CaptureStopped) else 2
     if chunk:
         out.write("\n".join(chunk) + "\n")
     out.flush()
@@ -66,18 +68,25 @@ def _cmd_decode(args: argparse.Namespace) -> int:
 def _cmd_wireshark(args: argparse.Namespace) -> int:
     from .wireshark.lua import generate_lua
 
-    text = generate_lua(port=args.port, proto_name=args.name)
     if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        print(f"uet wireshark: wrote {args.output}", file=sys.stderr)
+        sys.stdout.write(generate_lua(port=args.port, proto_name=args.name))
+        return 0
+    try:
+        fh = cliargs.open_output(args.output, "w", encoding="utf-8")
+    except cliargs.UsageError as exc:
+        return exc.report("uet wireshark")
+    try:
+        with fh:
+            fh.write(generate_lua(port=args.port, proto_name=args.name))
+    except OSError as exc:
+        print(f"uet wireshark: cannot write to {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"uet wireshark: wrote {args.output}", file=sys.stderr)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = cliargs.Parser(
         prog="uet", description="Ultra Ethernet Transport (UEC 1.0.x) reference implementation.")
     parser.add_argument("--version", action="version", version=f"uet {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -88,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "file could be read, however many frames were malformed.")
     dec.add_argument("file", help="capture file, or - for stdin")
     dec.add_argument("--json", action="store_true", help="JSON Lines: one object per frame on stdout")
-    dec.add_argument("--port", type=int, action="append", metavar="PORT",
+    dec.add_argument("--port", type=cliargs.port, action="append", metavar="PORT",
                      help=f"UDP port carrying UET (repeatable; default {UET_UDP_PORT})")
     dec.add_argument("--trailer", choices=("auto", "crc", "none"), default="auto",
                      help="CRC-32C trailer: auto (present exactly when the last 4 bytes verify), "
@@ -108,8 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "protocol 253) and the RoCEv2 additions, from the same header "
                                     "declarations that uet decode uses.")
     ws.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
-    ws.add_argument("--port", type=int, default=UET_UDP_PORT, help="default UDP port preference")
-    ws.add_argument("--name", default="uet",
+    ws.add_argument("--port", type=cliargs.port, default=UET_UDP_PORT,
+                    help="default UDP port preference")
+    ws.add_argument("--name", type=cliargs.proto_name, default="uet",
                     help="protocol name to register; falls back to 'uetref' when taken (default uet)")
     ws.set_defaults(func=_cmd_wireshark)
 
@@ -133,7 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    return cliargs.parse_and_run(parser, argv, lambda args: _run(parser, args))
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
