@@ -27,6 +27,7 @@ import sys
 import time
 from typing import Any, Sequence, TextIO
 
+from .. import cliargs
 from .options import add_arguments, resolve
 
 
@@ -188,18 +189,26 @@ def show(summary: dict[str, Any], out: TextIO) -> None:
 # --- the command ------------------------------------------------------------------------------
 
 def run_command(args: argparse.Namespace) -> int:
+    err = sys.stderr
+    try:
+        cliargs.check_transfer(args)
+        resolve(args)
+        cfg = config_from_args(args)
+        cfg.validate()
+        if args.capture is not None:  # the fabric opens it again once the endpoints are up
+            cliargs.open_output(args.capture).close()
+    except ValueError as exc:  # resolve() and DemoConfig.validate(): options that conflict
+        return cliargs.UsageError(str(exc)).report("uet demo", err)
+    except cliargs.UsageError as exc:
+        return exc.report("uet demo", err)
+    return _run(args, cfg, err)
+
+
+def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
     import trio
 
     from .run import run_demo
 
-    err = sys.stderr
-    try:
-        resolve(args)
-        cfg = config_from_args(args)
-        cfg.validate()
-    except ValueError as exc:
-        print(f"uet demo: {exc}", file=err)
-        return 2
     tty = hasattr(err, "isatty") and err.isatty()
     progress = Progress(err, args.progress if args.progress is not None else tty)
     try:
@@ -212,7 +221,7 @@ def run_command(args: argparse.Namespace) -> int:
         import traceback
 
         progress.finish()
-        if not isinstance(exc, OSError):
+        if not isinstance(exc, (OSError, MemoryError)):
             traceback.print_exc(file=err)
         summary = {"ok": False, "bytes": cfg.bytes, "failures": [f"{type(exc).__name__}: {exc}"],
                    "error": f"{type(exc).__name__}: {exc}", "seed": cfg.seed}
@@ -252,10 +261,10 @@ def register(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``uet demo ...`` without the rest of the CLI."""
-    p = argparse.ArgumentParser(prog="uet demo", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cliargs.Parser(prog="uet demo", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
-    return run_command(p.parse_args(argv))
+    return cliargs.parse_and_run(p, argv, run_command)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@ defaults, plus the options only a live run has.
 
 How the sim's definitions are reused without editing :mod:`uet.sim`: ``add_arguments`` is run
 against a recorder that keeps each ``add_argument`` call; the calls are then replayed on the demo's
-parser with a few keyword arguments changed (defaults, help text, a type that also accepts time
-suffixes). Options the demo does not support live (``--trace``) are left out; ``--pcap`` becomes
-``--capture`` (``--pcap`` still works).
+parser with a few keyword arguments changed (defaults, help text, and types where a live run
+differs: ``--rtt 0`` is a fabric without added delay, ``--entropies`` counts sockets). Options the
+demo does not support live (``--trace``) are left out; ``--pcap`` becomes ``--capture`` (``--pcap``
+still works).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cliargs import fail_spec
+from .. import cliargs
 
 DEFAULT_BYTES = 16 << 20
 # A default run shows every mechanism: mild random loss and trimming, and a per-path rate low
@@ -31,7 +32,11 @@ IMPAIRMENTS = ("loss", "trim", "reorder", "dup", "corrupt")
 # what the demo changes in the sim's definitions (by dest); None = leave the option out
 _OVERRIDES: dict[str, dict[str, Any] | None] = {
     "bytes": {"default": DEFAULT_BYTES,
-              "help": f"bytes to transfer (default {DEFAULT_BYTES >> 20}MiB; k/m/g suffixes)"},
+              "help": f"bytes to transfer, at most 4GiB (default {DEFAULT_BYTES >> 20}MiB; k/m/g "
+                      "suffixes)"},
+    "rtt": {"type": cliargs.delay_us,
+            "help": "base round-trip time of each fabric path in microseconds, 0 or more "
+                    "(default 10)"},
     "rate": {"default": None,
              "help": f"rate of each fabric path in Gb/s (default {DEFAULT_RATE_GBPS:g}: the "
                      "window's bursts queue and get CE marks)"},
@@ -43,7 +48,7 @@ _OVERRIDES: dict[str, dict[str, Any] | None] = {
                         "resolve to about 1 ms)"},
     "fail_path": {"help": "path I fails T microseconds after the fabric starts (us/ms/s suffix "
                           "allowed, e.g. 1@50ms; repeatable)"},
-    "entropies": {"default": None,
+    "entropies": {"default": None, "type": cliargs.sockets,
                   "help": "entropy values (sender UDP source ports) to spray over (default: one "
                           "per path; with the fabric, entropy k is chosen to hash onto path k mod "
                           "paths)"},
@@ -87,8 +92,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         if dest in _OVERRIDES and _OVERRIDES[dest] is None:
             continue
         kw = dict(kw, **(_OVERRIDES.get(dest) or {}))
-        if dest == "fail_path":
-            kw["type"] = fail_spec
         p.add_argument(*names, **kw)
     p.add_argument("--no-fabric", dest="fabric", action="store_false",
                    help="no relay: the sender sends straight to the receiver over its entropy "
@@ -96,10 +99,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--capture", "--pcap", dest="capture", metavar="FILE.pcap",
                    help="write every datagram the fabric forwards, both directions, with "
                         "wall-clock timestamps (Ethernet pcap)")
-    p.add_argument("--host", default="127.0.0.1", metavar="ADDR",
+    p.add_argument("--host", type=cliargs.ip_address, default="127.0.0.1", metavar="ADDR",
                    help="local address that receiver, fabric and sender bind (default 127.0.0.1; "
                         "::1 runs over IPv6)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+    p.add_argument("--timeout", type=cliargs.timeout, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"give up (and report failure) after S seconds (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")

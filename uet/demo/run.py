@@ -55,7 +55,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import ipaddress
-import random
 import socket
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -64,6 +63,7 @@ from typing import Any, AsyncIterator, Callable
 import trio
 
 from ..io.endpoint import SendFailed, open_endpoint
+from ..payload import seeded_bytes
 from ..pds.endpoint import REQ_TYPES  # B.1 RUD/ROD requests (plain and CC)
 
 RETX = 0x10                             # the RETX flag in byte 1 of a request's PDS header
@@ -154,8 +154,8 @@ def split(data: bytes, n: int) -> list[bytes]:
 
 
 def payload(cfg: DemoConfig) -> bytes:
-    """The bytes a run sends: seeded pseudo-random (the simulator's generator and seed mix)."""
-    return random.Random(cfg.seed ^ 0x5EED).randbytes(cfg.bytes)
+    """The bytes a run sends: seeded pseudo-random (the simulator's stream and seed mix)."""
+    return seeded_bytes(cfg.seed ^ 0x5EED, cfg.bytes)
 
 
 def pick_entropy_ports(n: int, paths: int, path_of: Callable[[int], int], host: str,

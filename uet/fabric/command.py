@@ -18,14 +18,16 @@ configuration.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
 import time
-from typing import Any, Sequence, TextIO
+from typing import IO, Any, Sequence, TextIO
 
 import trio
 
+from .. import cliargs
 from ..cliargs import fail_spec, fraction, hostport, size
 from .paths import FabricConfig
 from .relay import open_fabric
@@ -33,9 +35,9 @@ from .relay import open_fabric
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """The path-model options, named as ``uet sim`` names them (for ``uet fabric`` and reuse)."""
-    p.add_argument("--paths", type=int, default=4, help="parallel paths (default 4)")
-    p.add_argument("--rate", type=float, default=100.0, help="rate of each path in Gb/s (default 100)")
-    p.add_argument("--rtt", type=float, default=10.0,
+    p.add_argument("--paths", type=cliargs.paths, default=4, help="parallel paths (default 4)")
+    p.add_argument("--rate", type=cliargs.rate, default=100.0, help="rate of each path in Gb/s (default 100)")
+    p.add_argument("--rtt", type=cliargs.delay_us, default=10.0,
                    help="base round-trip time in microseconds; one-way delay rtt/2 (default 10)")
     p.add_argument("--loss", type=fraction, default=0.0, help="random loss per packet per path")
     p.add_argument("--trim", type=fraction, default=0.0, help="fraction of data packets trimmed")
@@ -45,21 +47,21 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corrupt", type=fraction, default=0.0, help="fraction of packets with a flipped bit")
     p.add_argument("--fail-path", type=fail_spec, action="append", default=[], metavar="I@T",
                    help="path I fails at T microseconds after start (us/ms/s suffix allowed; repeatable)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=cliargs.seed, default=1, help="0 to 2^63-1 (default 1)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--listen", type=hostport, default=("127.0.0.1", 4793), metavar="ADDR:PORT",
                    help="front address senders send to (default 127.0.0.1:4793; port 0 picks one)")
-    p.add_argument("--to", type=hostport, required=True, metavar="ADDR:PORT",
+    p.add_argument("--to", type=cliargs.peer, required=True, metavar="ADDR:PORT",
                    help="the receiver's UET address")
     add_model_arguments(p)
-    p.add_argument("--reorder-delay", type=float, default=None, metavar="US",
+    p.add_argument("--reorder-delay", type=cliargs.delay_us, default=None, metavar="US",
                    help="largest extra delay of a reordered or duplicated packet, microseconds "
                         "(default: one RTT, at least 2000 - the timer resolution is about 1 ms)")
-    p.add_argument("--skew", type=float, default=0.0, metavar="US",
+    p.add_argument("--skew", type=cliargs.delay_us, default=0.0, metavar="US",
                    help="path i gets i*SKEW microseconds of extra one-way delay")
-    p.add_argument("--queue", type=size, default=1 << 20, help="queue per path and direction, bytes (default 1MiB)")
+    p.add_argument("--queue", type=cliargs.positive_size, default=1 << 20, help="queue per path and direction, bytes (default 1MiB)")
     p.add_argument("--kmin", type=size, default=None, help="CE marking starts above this queue depth (default 64KiB)")
     p.add_argument("--kmax", type=size, default=None, help="every ECT packet is marked above this depth (default 512KiB)")
     p.add_argument("--no-overflow-trim", action="store_true",
@@ -68,12 +70,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="entropy -> path: salted hash (default) or entropy %% paths")
     p.add_argument("--preserve-entropy", action="store_true",
                    help="relay ports equal the senders' entropy ports (needs --back on another address)")
-    p.add_argument("--back", metavar="ADDR", default=None,
+    p.add_argument("--back", type=cliargs.ip_address, metavar="ADDR", default=None,
                    help="relay-side source address toward --to (default: the route's source)")
     p.add_argument("--pcap", metavar="FILE", help="write every forwarded datagram (both directions)")
-    p.add_argument("--interval", type=float, default=1.0,
+    p.add_argument("--interval", type=cliargs.seconds, default=1.0,
                    help="seconds between per-path tables on stderr (0: none; default 1)")
-    p.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: run until interrupted)")
+    p.add_argument("--duration", type=cliargs.seconds, default=0.0, help="stop after this many seconds (0: run until interrupted)")
     p.add_argument("--json", action="store_true", help="print one JSON object with the counters on exit")
 
 
@@ -185,9 +187,10 @@ class _Table:
         self.prev = counters
 
 
-async def _serve(args: argparse.Namespace, cfg: FabricConfig, err: TextIO) -> dict[str, Any]:
+async def _serve(args: argparse.Namespace, cfg: FabricConfig, err: TextIO,
+                 pcap: IO[bytes] | None) -> dict[str, Any]:
     wall0 = time.time()
-    async with open_fabric(listen=args.listen, to=args.to, config=cfg, capture=args.pcap) as fab:
+    async with open_fabric(listen=args.listen, to=args.to, config=cfg, capture=pcap) as fab:
         host = f"[{fab.host}]" if ":" in fab.host else fab.host
         to = f"[{args.to[0]}]" if ":" in args.to[0] else args.to[0]
         print(f"uet fabric: listening on {host}:{fab.port}, forwarding to {to}:{args.to[1]} "
@@ -220,19 +223,27 @@ async def _serve(args: argparse.Namespace, cfg: FabricConfig, err: TextIO) -> di
 
 def run_command(args: argparse.Namespace) -> int:
     err = sys.stderr
-    if args.paths < 1:
-        print("uet fabric: --paths must be at least 1", file=err)
-        return 2
     try:
-        cfg = config_from_args(args)
-    except ValueError as e:
-        print(f"uet fabric: {e}", file=err)
-        return 2
+        cliargs.check_fail_paths(args)
+        cliargs.check_same_family("--back", args.back, args.to[0], "--to")
+        cliargs.check_marking(FabricConfig.kmin_bytes if args.kmin is None else args.kmin,
+                              FabricConfig.kmax_bytes if args.kmax is None else args.kmax)
+        try:
+            cfg = config_from_args(args)
+        except ValueError as e:  # FabricConfig's own checks, should they go further
+            raise cliargs.UsageError(str(e)) from None
+        pcap = cliargs.open_output(args.pcap) if args.pcap is not None else None
+    except cliargs.UsageError as exc:
+        return exc.report("uet fabric", err)
     try:
-        summary = trio.run(_serve, args, cfg, err)
+        summary = trio.run(_serve, args, cfg, err, pcap)
     except OSError as e:
         print(f"uet fabric: {e}", file=err)
         return 1
+    finally:
+        if pcap is not None:
+            with contextlib.suppress(OSError):  # the capture flushed it: an error was reported
+                pcap.close()
     if args.json:
         sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
         sys.stdout.flush()
@@ -240,10 +251,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="uet fabric", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cliargs.Parser(prog="uet fabric", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
-    return run_command(p.parse_args(argv))
+    return cliargs.parse_and_run(p, argv, run_command)
 
 
 if __name__ == "__main__":

@@ -3,12 +3,15 @@
 ``uet recv --bind ADDR:PORT`` serves until stopped (Ctrl-C / SIGTERM exit 0): it accepts new PDCs
 from any initiator and messages for any job, PID and resource index (a sink), prints one line per
 message on stderr, writes the data with ``--out``, stops after ``--count N`` messages, and with
-``--json`` prints one JSON summary object on stdout when it stops.
+``--json`` prints one JSON summary object on stdout when it stops. Its ``bytes`` and ``sha256``
+cover exactly what reached ``--out``, however it stops; when a write fails (a full disk) it says
+so in one line and exits 1, the summary with ``"ok": false`` and ``"error"``.
 
 ``uet send --to ADDR:PORT (FILE | --bytes N)`` sends the data (one message per ``--message-size``
 bytes, one after the other, so that ``uet recv --out`` writes the bytes in order in both delivery
-modes) and exits 0 once every byte is acknowledged; 1 when the transport gives up, 3 on
-``--timeout``; with ``--json`` exactly one JSON object on stdout.
+modes; only one message is in memory at a time) and exits 0 once every byte is acknowledged; 1
+when the transport gives up, 3 on ``--timeout``; with ``--json`` exactly one JSON object on stdout,
+whose ``sha256`` is of the data (on a failure, of the part read so far).
 
 The first stderr line of ``uet recv`` names the bound address (useful with port 0):
 ``uet recv: listening on 127.0.0.1:40001``.
@@ -17,16 +20,19 @@ The first stderr line of ``uet recv`` names the bound address (useful with port 
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import json
-import random
+import os
 import signal
+import stat
 import sys
 import time
-from typing import Any, Sequence, TextIO
+from typing import Any, BinaryIO, Iterator, Sequence, TextIO
 
-from .. import UET_UDP_PORT
-from ..cliargs import hostport, size
+from .. import UET_UDP_PORT, cliargs
+from ..cliargs import hostport
+from ..payload import seeded_chunks
 
 # trio and the endpoint are imported inside the commands: ``register`` runs for every ``uet``
 # invocation (uet decode too) and should not pay for importing them.
@@ -43,8 +49,8 @@ def _mb(n: float) -> str:
 class _Progress:
     """A one-line progress bar on stderr (no dependency; rich is not installed here)."""
 
-    def __init__(self, total: int, enabled: bool, out: TextIO = sys.stderr):
-        self.total = max(total, 1)
+    def __init__(self, total: int | None, enabled: bool, out: TextIO = sys.stderr):
+        self.total = None if total is None else max(total, 1)  # None: a pipe, size unknown
         self.enabled = enabled
         self.out = out
         self.t0 = time.monotonic()
@@ -58,11 +64,15 @@ class _Progress:
         if not force and now - self.last < 0.2:
             return
         self.last = now
-        frac = min(done / self.total, 1.0)
-        width = 30
-        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
         rate = done / max(now - self.t0, 1e-9) / 1e6
-        self.out.write(f"\r[{bar}] {frac * 100:5.1f}% {_mb(done)} / {_mb(self.total)} {rate:7.1f} MB/s")
+        if self.total is None:
+            self.out.write(f"\r{_mb(done)} {rate:7.1f} MB/s")
+        else:
+            frac = min(done / self.total, 1.0)
+            width = 30
+            bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+            self.out.write(f"\r[{bar}] {frac * 100:5.1f}% {_mb(done)} / {_mb(self.total)} "
+                           f"{rate:7.1f} MB/s")
         self.out.flush()
         self.shown = True
 
@@ -82,86 +92,125 @@ def add_recv_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="FILE", help="write the received data, message after message "
                                                  "(- for stdout, not with --json)")
     p.add_argument("--json", action="store_true", help="one JSON summary object on stdout at exit")
-    p.add_argument("--count", type=int, default=0, metavar="N", help="exit after N messages")
-    p.add_argument("--paths", type=int, default=1, metavar="N",
+    p.add_argument("--count", type=cliargs.count, default=0, metavar="N", help="exit after N messages")
+    p.add_argument("--paths", type=cliargs.sockets, default=1, metavar="N",
                    help="entropy sockets for this endpoint's own sends (default 1)")
-    p.add_argument("--max-pdcs", type=int, default=1024, help="PDC limit (default 1024)")
-    p.add_argument("--linger", type=float, default=1.0, metavar="S",
+    p.add_argument("--max-pdcs", type=cliargs.max_pdcs, default=1024, help="PDC limit (default 1024)")
+    p.add_argument("--linger", type=cliargs.seconds, default=1.0, metavar="S",
                    help="with --count: wait up to S seconds for the initiators to close (default 1)")
     p.add_argument("--quiet", "-q", action="store_true", help="no per-message lines")
-    p.add_argument("--seed", type=int, default=None, help="seed of the PDS core (default random)")
+    p.add_argument("--seed", type=cliargs.seed, default=None,
+                   help="seed of the PDS core, 0 to 2^63-1 (default random)")
 
 
-async def _recv_main(args: argparse.Namespace) -> int:
+def _open_out(args: argparse.Namespace) -> BinaryIO | None:
+    """``--out`` unbuffered, so that what :func:`_store` reports written is on the file."""
+    if args.out == "-":
+        if args.json:
+            raise cliargs.UsageError("argument --out: - and --json both want stdout")
+        try:
+            return open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)
+        except (OSError, ValueError) as exc:
+            raise cliargs.UsageError(f"cannot write to stdout: {exc}", hint=False) from None
+    if args.out is not None:
+        return cliargs.open_output(args.out, "wb", buffering=0)
+    return None
+
+
+def _store(out: BinaryIO | None, data: bytes, total: Any,
+           digest: bool) -> tuple[int, str, OSError | None]:
+    """Write one message to ``out`` and feed ``total`` exactly the bytes that reached it; return
+    that count, the message's sha256 (when ``digest``) and the error that stopped the write.
+
+    Runs in a worker thread as one step, so that the running hash and the file never disagree."""
+    one = hashlib.sha256(data).hexdigest() if digest else ""
+    if out is None:
+        total.update(data)
+        return len(data), one, None
+    view = memoryview(data)
+    done = 0
+    try:
+        while done < len(view):
+            n = out.write(view[done:])
+            if not n:  # a raw file reports no progress only when it cannot make any
+                raise OSError(errno.EIO, "the write made no progress")
+            total.update(view[done:done + n])
+            done += n
+    except OSError as exc:
+        return done, one, exc
+    return done, one, None
+
+
+async def _recv_main(args: argparse.Namespace, out: BinaryIO | None) -> int:
     import trio
 
     from .endpoint import open_endpoint
 
     err = sys.stderr
     host, port = args.bind
-    out_fh: Any = None
-    if args.out == "-":
-        if args.json:
-            print("uet recv: --out - and --json both want stdout", file=err)
-            return 2
-        out_fh = sys.stdout.buffer
-    elif args.out:
-        out_fh = open(args.out, "wb")
     total_hash = hashlib.sha256()
     n_msgs = 0
     n_bytes = 0
     first = last = None
     peers: set[str] = set()
-    try:
-        async with open_endpoint((host, port), paths=max(1, args.paths), seed=args.seed,
-                                 max_pdcs=args.max_pdcs) as ep:
-            print(f"uet recv: listening on {_fmt_addr(host, ep.port)}", file=err, flush=True)
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async with trio.open_nursery() as nursery:
-                    async def on_signal() -> None:
-                        async for _ in signals:
-                            nursery.cancel_scope.cancel()
-                            return
+    error = None
+    async with open_endpoint((host, port), paths=max(1, args.paths), seed=args.seed,
+                             max_pdcs=args.max_pdcs) as ep:
+        print(f"uet recv: listening on {_fmt_addr(host, ep.port)}", file=err, flush=True)
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                async def on_signal() -> None:
+                    async for _ in signals:
+                        nursery.cancel_scope.cancel()
+                        return
 
-                    nursery.start_soon(on_signal)
-                    while not args.count or n_msgs < args.count:
-                        m = await ep.receive()
-                        now = time.monotonic()
-                        first = first if first is not None else now
-                        last = now
-                        n_msgs += 1
-                        n_bytes += len(m.data)
-                        peers.add(m.peer)
-                        digest = await trio.to_thread.run_sync(
-                            lambda d=m.data: (total_hash.update(d), hashlib.sha256(d).hexdigest())[1])
-                        if out_fh is not None:
-                            await trio.to_thread.run_sync(out_fh.write, m.data)
-                        if not args.quiet:
-                            print(f"uet recv: message {n_msgs} from {m.peer} (pdc {m.pdcid}, "
-                                  f"message {m.message_id}, job {m.job_id}, pid {m.pid_on_fep}, "
-                                  f"ri {m.resource_index}): {len(m.data)} bytes sha256 {digest}",
-                                  file=err, flush=True)
+                nursery.start_soon(on_signal)
+                while not args.count or n_msgs < args.count:
+                    # receive() returns at once while messages wait, without a checkpoint: stop
+                    # taking them once a signal came
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    m = await ep.receive()
+                    peers.add(m.peer)
+                    # a signal now must not part the counters from the file: the write and the
+                    # counting finish together, and only what was written is counted
+                    with trio.CancelScope(shield=True):
+                        written, digest, failed = await trio.to_thread.run_sync(
+                            _store, out, m.data, total_hash, not args.quiet)
+                        n_bytes += written
+                        if failed is None:
+                            n_msgs += 1
+                            last = time.monotonic()
+                            first = first if first is not None else last
+                    if failed is not None:
+                        where = "stdout" if args.out == "-" else args.out
+                        error = f"cannot write to {where}: {failed.strerror or failed}"
+                        print(f"uet recv: {error}", file=err, flush=True)
+                        break
+                    if not args.quiet:
+                        print(f"uet recv: message {n_msgs} from {m.peer} (pdc {m.pdcid}, "
+                              f"message {m.message_id}, job {m.job_id}, pid {m.pid_on_fep}, "
+                              f"ri {m.resource_index}): {len(m.data)} bytes sha256 {digest}",
+                              file=err, flush=True)
+                else:
                     # --count reached: let the initiators close their PDCs (C.7) before leaving
                     with trio.move_on_after(args.linger):
                         while any(p.role == "target" for p in ep.core.pdcs()):
                             await trio.sleep(0.01)
-                    nursery.cancel_scope.cancel()
-            stats = ep.stats
-    finally:
-        if out_fh is not None and out_fh is not sys.stdout.buffer:
-            out_fh.close()
-        elif out_fh is not None:
-            out_fh.flush()
+                nursery.cancel_scope.cancel()
+        stats = ep.stats
     span = (last - first) if first is not None and last is not None else 0.0
     if args.json:
-        obj = {"ok": True, "messages": n_msgs, "bytes": n_bytes, "sha256": total_hash.hexdigest(),
-               "peers": sorted(peers), "span_s": round(span, 6), "stats": _jsonable(stats)}
+        obj = {"ok": error is None, "messages": n_msgs, "bytes": n_bytes,
+               "sha256": total_hash.hexdigest(), "peers": sorted(peers), "span_s": round(span, 6),
+               "stats": _jsonable(stats)}
+        if error is not None:
+            obj["error"] = error
         sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
         sys.stdout.flush()
     print(f"uet recv: {n_msgs} messages, {n_bytes} bytes; nacks sent {stats.get('nacks_sent')}; "
           f"malformed {stats.get('malformed', 0)}, bad crc {stats.get('bad_crc', 0)}",
           file=err, flush=True)
-    return 0
+    return 0 if error is None else 1
 
 
 # ------------------------------------------------------------------------------------------------
@@ -169,25 +218,27 @@ async def _recv_main(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------------
 
 def add_send_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--to", type=hostport, required=True, metavar="ADDR:PORT",
+    p.add_argument("--to", type=cliargs.peer, required=True, metavar="ADDR:PORT",
                    help=f"the receiver (port default {UET_UDP_PORT})")
     p.add_argument("file", nargs="?", help="file to send (- for stdin)")
-    p.add_argument("--bytes", type=size, default=None, metavar="N",
+    p.add_argument("--bytes", type=cliargs.size, default=None, metavar="N",
                    help="send N seeded pseudo-random bytes instead of a file (k/m/g suffixes)")
-    p.add_argument("--paths", type=int, default=8, metavar="N",
+    p.add_argument("--paths", type=cliargs.sockets, default=8, metavar="N",
                    help="entropy values, i.e. UDP source ports to spray over (default 8)")
     p.add_argument("--mode", choices=("rud", "rod"), default="rud", help="delivery mode (C.8)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    p.add_argument("--timeout", type=float, default=None, metavar="S",
+    p.add_argument("--timeout", type=cliargs.timeout, default=None, metavar="S",
                    help="give up after S seconds (exit status 3)")
-    p.add_argument("--message-size", type=size, default=64 << 20, metavar="N",
-                   help="bytes per message (default 64MiB); messages go one after the other")
-    p.add_argument("--local", default=None, metavar="ADDR",
+    p.add_argument("--message-size", type=cliargs.message_size, default=64 << 20, metavar="N",
+                   help="bytes per message, at most 1GiB (default 64MiB); messages go one after "
+                        "the other, and only one is in memory at a time")
+    p.add_argument("--local", type=cliargs.ip_address, default=None, metavar="ADDR",
                    help="local address (default: the route's source address towards --to)")
-    p.add_argument("--job", type=int, default=0, help="SES job id (default 0)")
-    p.add_argument("--window", type=size, default=None, help="send window in bytes")
+    p.add_argument("--job", type=cliargs.job, default=0, help="SES job id (default 0)")
+    p.add_argument("--window", type=cliargs.window, default=None, help="send window in bytes")
     p.add_argument("--spray", choices=("rr", "random"), default="rr")
-    p.add_argument("--seed", type=int, default=1, help="seed of the --bytes data (default 1)")
+    p.add_argument("--seed", type=cliargs.seed, default=1,
+                   help="seed of the --bytes data, 0 to 2^63-1 (default 1)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
 
@@ -197,18 +248,64 @@ def _jsonable(stats: dict) -> dict:
             for k, v in stats.items()}
 
 
-async def _send_main(args: argparse.Namespace, data: bytes, digest: str) -> int:
+class _ReadError(Exception):
+    """The file ``uet send`` sends could not be read (the message says which and why)."""
+
+
+class _Source:
+    """What ``uet send`` sends, one message at a time: ``--message-size`` bytes read from the file
+    or generated from ``--seed``, with the sha256 of everything taken so far. ``total`` is the
+    size when known up front (a regular file, ``--bytes``), else None (a pipe)."""
+
+    def __init__(self, args: argparse.Namespace):
+        step = args.message_size
+        self.name = "stdin" if args.file == "-" else args.file
+        self.fh: BinaryIO | None = None
+        self.total: int | None
+        if args.bytes is not None:
+            self.total = args.bytes
+            self._pieces: Iterator[bytes] = seeded_chunks(args.seed, args.bytes, step)
+        else:
+            self.fh = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")
+            st = os.fstat(self.fh.fileno())
+            self.total = st.st_size if stat.S_ISREG(st.st_mode) else None
+            self._pieces = iter(lambda: self.fh.read(step), b"")
+        self.hash = hashlib.sha256()
+        self.taken = 0
+        self._started = False
+
+    def next(self) -> bytes | None:
+        """The next message, None after the last; empty data is one empty message."""
+        try:
+            piece = next(self._pieces, None)
+        except OSError as exc:
+            raise _ReadError(f"cannot read {self.name}: {exc.strerror or exc}") from None
+        if piece is None:
+            if self._started:
+                return None
+            piece = b""
+        self._started = True
+        self.hash.update(piece)
+        self.taken += len(piece)
+        return piece
+
+    def close(self) -> None:
+        if self.fh is not None and self.fh is not sys.stdin.buffer:
+            self.fh.close()
+
+
+async def _send_main(args: argparse.Namespace, source: _Source) -> int:
     import trio
 
     from .endpoint import SendFailed, open_endpoint
 
     err = sys.stderr
     host, port = args.to
-    result: dict[str, Any] = {"ok": False, "bytes": len(data), "wall_time_s": 0.0,
+    result: dict[str, Any] = {"ok": False, "bytes": source.total or 0, "wall_time_s": 0.0,
                               "goodput_MBps": 0.0, "packets_sent": 0, "retransmissions": 0,
-                              "paths_used": 0, "sha256": digest, "mode": args.mode,
+                              "paths_used": 0, "sha256": None, "mode": args.mode,
                               "to": _fmt_addr(host, port), "messages": 0}
-    progress = _Progress(len(data), args.progress if args.progress is not None else err.isatty())
+    progress = _Progress(source.total, args.progress if args.progress is not None else err.isatty())
     status = 0
     error = None
     extra: dict[str, Any] = {}
@@ -216,29 +313,28 @@ async def _send_main(args: argparse.Namespace, data: bytes, digest: str) -> int:
         extra["window_bytes"] = args.window
     t_end = None
     ep_ref = None
+    acked = 0
     try:
         async with open_endpoint(None, paths=args.paths, peer=host, local=args.local,
                                  peer_port=port, spray=args.spray, **extra) as ep:
             ep_ref = ep
             mtu = ep.core.config.mtu
-            acked = 0
             with trio.move_on_after(args.timeout if args.timeout else float("inf")) as cs:
                 async with trio.open_nursery() as nursery:
                     async def ticker() -> None:
                         while True:
                             sent = sum(ep.tx_data_by_port.values()) - ep.core.stats["retransmissions"]
-                            progress.update(min(acked + max(0, sent * mtu - acked), len(data)))
+                            progress.update(min(acked + max(0, sent * mtu - acked), source.taken))
                             await trio.sleep(0.2)
 
                     if progress.enabled:
                         nursery.start_soon(ticker)
-                    step = max(1, args.message_size)
-                    chunks = [data[i:i + step] for i in range(0, len(data), step)] or [b""]
                     try:
-                        for c in chunks:
-                            await ep.send(host, c, mode=args.mode, job_id=args.job)
-                            acked += len(c)
+                        while (msg := await trio.to_thread.run_sync(source.next)) is not None:
+                            await ep.send(host, msg, mode=args.mode, job_id=args.job)
+                            acked += len(msg)
                             result["messages"] += 1
+                            del msg  # one message in memory: drop it before reading the next
                         t_end = trio.current_time()
                     except SendFailed as exc:
                         error = f"transfer failed: {exc.reason}"
@@ -246,10 +342,13 @@ async def _send_main(args: argparse.Namespace, data: bytes, digest: str) -> int:
                             error += (f"; nothing came back from {_fmt_addr(host, port)} (is a "
                                       "UET receiver serving there?)")
                         status = 1
+                    except _ReadError as exc:
+                        error = str(exc)
+                        status = 1
                     nursery.cancel_scope.cancel()
             if cs.cancelled_caught:
-                error = (f"timed out after {args.timeout} s: {acked} of {len(data)} bytes "
-                         "acknowledged")
+                of = f" of {source.total}" if source.total is not None else ""
+                error = f"timed out after {args.timeout} s: {acked}{of} bytes acknowledged"
                 status = 3
             if progress.enabled:
                 progress.update(acked, force=True)
@@ -258,7 +357,7 @@ async def _send_main(args: argparse.Namespace, data: bytes, digest: str) -> int:
             if t_end is not None and first is not None:
                 wall = max(t_end - first, 1e-9)
                 result["wall_time_s"] = round(wall, 6)
-                result["goodput_MBps"] = round(len(data) / wall / 1e6, 3)
+                result["goodput_MBps"] = round(acked / wall / 1e6, 3)
             if status:
                 ep.skip_close = True  # nothing to close gracefully after a failure
     except OSError as exc:
@@ -273,11 +372,15 @@ async def _send_main(args: argparse.Namespace, data: bytes, digest: str) -> int:
         result["rto"] = st.get("rto", 0)
         result["stats"] = _jsonable(st)
     result["ok"] = status == 0
+    digest = source.hash.hexdigest()
+    result["sha256"] = digest
+    if status == 0:
+        result["bytes"] = source.taken
     if error:
         result["error"] = error
         print(f"uet send: {error}", file=err, flush=True)
     else:
-        print(f"uet send: {len(data)} bytes acknowledged in {result['wall_time_s']:.3f} s "
+        print(f"uet send: {source.taken} bytes acknowledged in {result['wall_time_s']:.3f} s "
               f"({result['goodput_MBps']:.1f} MB/s, {result['paths_used']} paths, "
               f"{result['retransmissions']} retransmissions), sha256 {digest}", file=err, flush=True)
     if args.json:
@@ -286,44 +389,46 @@ async def _send_main(args: argparse.Namespace, data: bytes, digest: str) -> int:
     return status
 
 
-def _read_data(args: argparse.Namespace) -> bytes:
-    if args.bytes is not None:
-        return random.Random(args.seed).randbytes(args.bytes)
-    if args.file == "-":
-        return sys.stdin.buffer.read()
-    with open(args.file, "rb") as fh:
-        return fh.read()
-
-
 def run_recv(args: argparse.Namespace) -> int:
     import trio
 
     try:
-        return trio.run(_recv_main, args)
+        out = _open_out(args)
+    except cliargs.UsageError as exc:
+        return exc.report("uet recv")
+    try:
+        return trio.run(_recv_main, args, out)
     except KeyboardInterrupt:
         return 0
     except OSError as exc:
         print(f"uet recv: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if out is not None:
+            out.close()
 
 
 def run_send(args: argparse.Namespace) -> int:
-    if (args.file is None) == (args.bytes is None):
-        print("uet send: give a FILE or --bytes N (not both)", file=sys.stderr)
-        return 2
     try:
-        data = _read_data(args)
-    except OSError as exc:
-        print(f"uet send: {exc}", file=sys.stderr)
-        return 2
-    digest = hashlib.sha256(data).hexdigest()
+        if (args.file is None) == (args.bytes is None):
+            raise cliargs.UsageError("give a FILE or --bytes N (not both)")
+        cliargs.check_same_family("--local", args.local, args.to[0], "--to")
+        try:
+            source = _Source(args)
+        except OSError as exc:
+            raise cliargs.UsageError(f"cannot read {args.file}: {exc.strerror or exc}",
+                                     hint=False) from None
+    except cliargs.UsageError as exc:
+        return exc.report("uet send")
     import trio
 
     try:
-        return trio.run(_send_main, args, data, digest)
+        return trio.run(_send_main, args, source)
     except KeyboardInterrupt:
         print("uet send: interrupted", file=sys.stderr)
         return 130
+    finally:
+        source.close()
 
 
 def register(subparsers: Any) -> None:
@@ -340,11 +445,14 @@ def register(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``uet recv ...`` / ``uet send ...`` without the rest of the CLI (for tests)."""
-    parser = argparse.ArgumentParser(prog="uet")
+    parser = cliargs.Parser(prog="uet")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     register(sub)
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return 2
-    return int(args.func(args))
+
+    def run(args: argparse.Namespace) -> int:
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return 2
+        return int(args.func(args))
+
+    return cliargs.parse_and_run(parser, argv, run)

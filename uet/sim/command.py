@@ -8,12 +8,14 @@ seed) on stderr and exits 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
 import sys
 from typing import Sequence
 
-from ..cliargs import fail_spec, fraction, size
+from .. import cliargs
+from ..cliargs import fail_spec, fraction
 from .ses_ops import MODE_OPS, MODES, OPS
 from .simulator import SimConfig, Simulator
 
@@ -22,12 +24,15 @@ def add_arguments(p: argparse.ArgumentParser, *, ses: bool = False) -> None:
     """The transfer and impairment options; ``ses`` adds what only the simulator runs (``--op``,
     ``--mode rudi|uud``). Without it the options are the ones ``uet demo`` reuses (uet.demo.options),
     which carries plain RUD/ROD messages only."""
-    p.add_argument("--bytes", type=size, default=4 << 20, help="bytes to transfer (default 4MiB; k/m/g suffixes)")
-    p.add_argument("--messages", type=int, default=1, help="split the bytes into this many messages")
-    p.add_argument("--mtu", type=int, default=4096, help="payload bytes per packet (default 4096)")
-    p.add_argument("--paths", type=int, default=4, help="parallel paths (default 4)")
-    p.add_argument("--rate", type=float, default=100.0, help="rate of each path in Gb/s (default 100)")
-    p.add_argument("--rtt", type=float, default=10.0, help="base round-trip time in microseconds (default 10)")
+    p.add_argument("--bytes", type=cliargs.held_size, default=4 << 20,
+                   help="bytes to transfer, at most 4GiB (default 4MiB; k/m/g suffixes)")
+    p.add_argument("--messages", type=cliargs.messages, default=1,
+                   help="split the bytes into this many messages (at most one per byte)")
+    p.add_argument("--mtu", type=cliargs.mtu, default=4096,
+                   help=f"payload bytes per packet, at most {cliargs.MAX_MTU} (default 4096)")
+    p.add_argument("--paths", type=cliargs.paths, default=4, help="parallel paths (default 4)")
+    p.add_argument("--rate", type=cliargs.rate, default=100.0, help="rate of each path in Gb/s (default 100)")
+    p.add_argument("--rtt", type=cliargs.rtt, default=10.0, help="base round-trip time in microseconds (default 10)")
     p.add_argument("--loss", type=fraction, default=0.0, help="random loss per packet per path")
     p.add_argument("--trim", type=fraction, default=0.0, help="fraction of data packets trimmed")
     p.add_argument("--reorder", type=fraction, default=0.0, help="fraction of packets delayed by up to one RTT")
@@ -46,9 +51,9 @@ def add_arguments(p: argparse.ArgumentParser, *, ses: bool = False) -> None:
         p.add_argument("--mode", choices=("rud", "rod"), default="rud")
     p.add_argument("--spray", choices=("rr", "random", "single"), default="rr",
                    help="entropy selection: round-robin, random, or one value (ECMP)")
-    p.add_argument("--entropies", type=int, default=64, help="entropy values to spray over (default 64)")
-    p.add_argument("--window", type=size, default=None, help="fixed congestion window in bytes (default 1.5 BDP)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--entropies", type=cliargs.entropies, default=64, help="entropy values to spray over (default 64)")
+    p.add_argument("--window", type=cliargs.window, default=None, help="fixed congestion window in bytes (default 1.5 BDP)")
+    p.add_argument("--seed", type=cliargs.seed, default=1, help="0 to 2^63-1 (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--pcap", metavar="FILE", help="write every frame of the run (virtual timestamps)")
     p.add_argument("--trace", action="store_true", help="a ladder of packet events on stderr")
@@ -91,25 +96,30 @@ def replay_command(args: argparse.Namespace) -> str:
 
 def run_command(args: argparse.Namespace) -> int:
     err = sys.stderr
-    for name in ("paths", "mtu", "messages", "entropies"):
-        if getattr(args, name) < 1:
-            print(f"uet sim: --{name} must be at least 1", file=err)
-            return 2
-    if args.rate <= 0 or args.rtt <= 0 or args.bytes < 0:
-        print("uet sim: --rate and --rtt must be positive, --bytes not negative", file=err)
-        return 2
     op = getattr(args, "op", "send")
-    if op not in MODE_OPS[args.mode]:
-        print(f"uet sim: --op {op} does not run over --mode {args.mode} "
-              f"(it takes {', '.join(MODE_OPS[args.mode])})", file=err)
-        return 2
+    try:
+        cliargs.check_transfer(args)
+        if op not in MODE_OPS[args.mode]:
+            raise cliargs.UsageError(f"argument --op: {op} does not run over --mode {args.mode} "
+                                     f"(it takes {', '.join(MODE_OPS[args.mode])})")
+        pcap = cliargs.open_output(args.pcap) if args.pcap is not None else None
+    except cliargs.UsageError as exc:
+        return exc.report("uet sim", err)
     cfg = config_from_args(args)
-    pcap = open(args.pcap, "wb") if args.pcap else None
     try:
         summary = Simulator(cfg, trace=err if args.trace else None, pcap=pcap).run()
+        if pcap is not None:
+            pcap.close()  # here, not only in finally: a full disk shows up at the last flush
+    except OSError as exc:  # only the pcap does I/O: the run itself is in memory
+        print(f"uet sim: cannot write to {args.pcap}: {exc.strerror or exc}", file=err)
+        return 1
+    except MemoryError:
+        print(f"uet sim: not enough memory for --bytes {args.bytes}", file=err)
+        return 1
     finally:
         if pcap is not None:
-            pcap.close()
+            with contextlib.suppress(OSError):
+                pcap.close()
     if args.json:
         sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
         sys.stdout.flush()
@@ -123,6 +133,6 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="uet sim", description=__doc__)
+    p = cliargs.Parser(prog="uet sim", description=__doc__)
     add_arguments(p, ses=True)
-    return run_command(p.parse_args(argv))
+    return cliargs.parse_and_run(p, argv, run_command)

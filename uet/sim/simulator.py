@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from .. import native
+from ..payload import seeded_bytes
 from ..pds import DatagramMeta, Endpoint, PdsConfig
 from ..pds import events as ev
 from ..pds.endpoint import REQ_TYPES, nack_name
@@ -184,7 +185,7 @@ class Simulator:
         self.data_pkts = 0
         self._drop_idx = set(cfg.drop_psns)
         # the workload: messages and the digests they must arrive with
-        data = random.Random(cfg.seed ^ 0x5EED).randbytes(cfg.bytes)
+        data = seeded_bytes(cfg.seed ^ 0x5EED, cfg.bytes)
         n = max(1, cfg.messages)
         if cfg.mode in ("rudi", "uud"):  # single-packet requests only (C.8)
             n = max(n, -(-cfg.bytes // cfg.mtu))

@@ -1,0 +1,45 @@
+"""The seeded pseudo-random bytes that ``uet sim``, ``uet demo`` and ``uet send --bytes`` move.
+
+The stream of a seed is what ``random.Random(seed).randbytes(n)`` returns, produced in pieces:
+one ``randbytes`` call takes its size in bits as a C int, so it fails from 256 MiB on. Pieces of
+whole 32-bit words (a multiple of 4 bytes) followed by one call for the rest give the very same
+bytes as the single call (``getrandbits`` fills little-endian words in order and only the last,
+partial word is shifted), so every seed keeps its data below 256 MiB and has data above it.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Iterator
+
+CHUNK = 1 << 20  # a multiple of 4: see the module docstring
+
+
+def _words(seed: int, n: int, block: int) -> Iterator[bytes]:
+    """The stream in ``block``-byte pieces (``block`` a multiple of 4), the last one shorter."""
+    rng = random.Random(seed)
+    for off in range(0, n, block):
+        yield rng.randbytes(min(block, n - off))
+
+
+def seeded_chunks(seed: int, n: int, size: int = CHUNK) -> Iterator[bytes]:
+    """The ``n`` bytes of ``seed``'s stream in pieces of ``size`` bytes (the last may be
+    shorter; none when ``n`` is 0), generated as they are taken."""
+    if size < 1:
+        raise ValueError("size must be at least 1")
+    if size % 4 == 0:
+        yield from _words(seed, n, size)
+        return
+    buf = bytearray()
+    for piece in _words(seed, n, max(CHUNK, size + 4 - size % 4)):
+        buf += piece
+        while len(buf) >= size:
+            yield bytes(buf[:size])
+            del buf[:size]
+    if buf:
+        yield bytes(buf)
+
+
+def seeded_bytes(seed: int, n: int) -> bytes:
+    """All ``n`` bytes of ``seed``'s stream at once."""
+    return b"".join(_words(seed, n, CHUNK))
