@@ -41,6 +41,7 @@ def demo(capsys, *argv: str) -> tuple[int, dict, str]:
 def assert_delivered(rc: int, s: dict, nbytes: int, err: str) -> None:
     assert rc == 0, err[-2000:]
     assert s["ok"] is True and s["failures"] == []
+    assert s["delivered"] == s["sent"] == s["messages"]  # issue 11 item 10: always reported
     assert s["bytes"] == nbytes and s["wall_time_s"] > 0 and s["goodput_gbps"] > 0
     assert s["packets_sent"] >= s["data_packets"] + s["retransmissions"]
     assert s["internal_errors"] == 0

@@ -189,10 +189,13 @@ def test_c4_rto_on_sacked_only_sends_ack_req():
     assert t is not None
     ep.handle_timer(t)
     sent = out(ep, t)
-    assert len(sent) == 1
-    ctl = sent[0][0]["pds"]
-    assert ctl["type_name"] == "CONTROL" and ctl["ctl_type_name"] == "ACK_REQ"
-    assert ctl["psn"] == p0["psn"] and sent[0][1].dscp == 46
+    ctls = [p["pds"] for p, _ in sent]
+    assert all(c["type_name"] == "CONTROL" for c in ctls) and all(m.dscp == 46 for _, m in sent)
+    (ack_req,) = [c for c in ctls if c["ctl_type_name"] == "ACK_REQ"]  # no data resent
+    assert ack_req["psn"] == p0["psn"]
+    # I8: the first timeout also probes 2 EVs (CONTROL PROBE, payload the base PSN)
+    probes = [c for c in ctls if c["ctl_type_name"] == "PROBE"]
+    assert len(probes) == 2 and len(ctls) == 3
 
 
 # --- C.5 retransmission and receiver checks ---------------------------------------------------------

@@ -111,9 +111,11 @@ def test_uud_lossless_delivers_all():
     assert r["delivered"] == r["sent"] == 16
 
 
-def test_uud_duplicates_are_caught():
+def test_uud_duplicates_are_delivered_and_reported():
+    """UUD has no PSN (B.14): a copy the network made arrives as a datagram (issue 11 item 10's
+    decision, uet/sim/ses_ops.py); the summary counts it, the run stays ok."""
     r = run(SimConfig(bytes=64 * KB, op="send", mode="uud", seed=1, dup=0.5))
-    assert not r["ok"] and any("twice" in f for f in r["failures"])
+    assert r["ok"] and r["duplicates"] == r["duplicated"] > 0
 
 
 @pytest.mark.parametrize("mode, op", [("rudi", "atomic"), ("rudi", "send"), ("uud", "write")])

@@ -466,6 +466,8 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
         "bytes": total,
         "messages": len(msgs),
         "mode": cfg.mode,
+        "sent": len(msgs),
+        "delivered": len(got),
         "fabric": fab is not None,
         "wall_time_s": round(wall, 6),
         "goodput_gbps": round(total * 8 / wall / 1e9, 6) if wall > 0 else 0.0,

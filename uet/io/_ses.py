@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..multipath import RoundRobinSpray
 from ..pds.rudi import RudiConfig, RudiEndpoint
 from ..pds.uud import UudEndpoint
 from ..ses import SesConfig, SesEndpoint
@@ -56,7 +57,7 @@ class SesHost(MuxEndpoint):
         rc = rudi_config or RudiConfig(**LIVE_RUDI)
         rc = dataclasses.replace(rc, port=port, seed=seed & 0xFFFFFFFF,
                                  entropy_base=min(entropy), entropy_values=len(entropy))
-        self.rudi = RudiEndpoint(pds.address, rc)
+        self.rudi = RudiEndpoint(pds.address, rc, selector=RoundRobinSpray(entropy))
         self.uud = UudEndpoint(pds.address, port=port, mtu=config.mtu + 64)
         self.view = _SesView(ses)
         pds.attach_ses(self.view, mode="rud")

@@ -1,24 +1,23 @@
-"""Oblivious spraying (round-robin and seeded random) and the single-EV ECMP baseline."""
+"""Oblivious spraying policies (round-robin and seeded random), the single-EV ECMP baseline, and
+:func:`make_selector`, which builds one by name. Path health (H1-H4) is the base class's."""
 
 from __future__ import annotations
 
 import random
 from typing import Sequence
 
-from .base import EPHEMERAL_LO, EntropySelector
+from .base import EPHEMERAL_LO, EntropySelector, entropy_values
 
 
 class RoundRobinSpray(EntropySelector):
     """Cycle through the values: packet k uses values[k mod N]."""
 
     def __init__(self, values: Sequence[int]):
-        if not values:
-            raise ValueError("no entropy values")
-        self.values = list(values)
+        super().__init__(values)
         self._i = 0
         self._n = len(self.values)
 
-    def next(self, now: float) -> int:
+    def choose(self, now: float) -> int:
         i = self._i
         self._i = i + 1 if i + 1 < self._n else 0
         return self.values[i]
@@ -28,12 +27,10 @@ class RandomSpray(EntropySelector):
     """Pick a value uniformly at random (seeded) for every packet."""
 
     def __init__(self, values: Sequence[int], rng: random.Random):
-        if not values:
-            raise ValueError("no entropy values")
-        self.values = list(values)
+        super().__init__(values)
         self._rng = rng
 
-    def next(self, now: float) -> int:
+    def choose(self, now: float) -> int:
         return self.values[int(self._rng.random() * len(self.values))]
 
 
@@ -43,15 +40,31 @@ class SingleEntropy(EntropySelector):
     its flow label on RTO; without it, a failed path stays failed."""
 
     def __init__(self, value: int, rng: random.Random | None = None, rehash_on_timeout: bool = True):
+        super().__init__([value])
         self.value = value
-        self.values = [value]
         self._rng = rng or random.Random(value)
         self.rehash_on_timeout = rehash_on_timeout
 
-    def next(self, now: float) -> int:
+    def choose(self, now: float) -> int:
         return self.value
+
+    def next_retransmit(self, now: float) -> int:
+        return self.value  # the baseline: one path, whatever happened on it
 
     def on_timeout(self, now: float) -> None:
         if self.rehash_on_timeout:
             self.value = self._rng.randrange(EPHEMERAL_LO, 65536)
             self.values = [self.value]
+
+
+def make_selector(kind: str, n: int = 64, seed: int | random.Random = 0) -> EntropySelector:
+    """``rr`` (round-robin spraying), ``random`` (seeded random spraying) or ``single`` (one EV:
+    the ECMP baseline) over ``n`` seeded entropy values."""
+    rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+    if kind == "rr":
+        return RoundRobinSpray(entropy_values(n, rng))
+    if kind == "random":
+        return RandomSpray(entropy_values(n, rng), rng)
+    if kind == "single":
+        return SingleEntropy(entropy_values(1, rng)[0], rng)
+    raise ValueError(f"unknown entropy selection {kind!r} (rr, random, single)")

@@ -101,7 +101,13 @@ Initiator
   I8  C.5: RTO (initial ``rto_initial`` 1 ms; choice: srtt + 4 rttvar, floor ``rto_min``, once
       sampled) with exponential backoff; on expiry, packets older than the RTO are resent; when
       only SACKed-but-not-CACKed packets remain, an ACK_REQ control (ctl 1) for the lowest of them
-      is sent instead (C.4). After a timeout the next one is at least one (backed-off) RTO
+      is sent instead (C.4). The k-th timeout in a row also sends CONTROL PROBE (B.12, payload
+      the base PSN) on 2^k EVs not tried since the last progress (choice: ECMP hashes requests
+      and answers separately, so a sender whose paths failed must find EVs that work both ways;
+      the answer, an ACK with P = 1, comes back on the probe's EV and makes it known, H3 of
+      uet.multipath); an answer that shows the base PSN still missing while its last copy went
+      on an EV not known to work resends it at once. After a timeout the next one is at least
+      one (backed-off) RTO
       later, however spread out in time the packets still in flight were sent. More than
       ``max_rto_retx`` consecutive timeouts without progress close the PDC in error and fail
       its messages.
@@ -479,7 +485,6 @@ class Initiator:
         self._cc_on_ack = _overrides(cc, CongestionControl, "on_ack")
         self._cc_on_ce = _overrides(cc, CongestionControl, "on_ce")
         self._cc_on_rtt = _overrides(cc, CongestionControl, "on_rtt_sample")
-        self._sel_on_ack = _overrides(sel, EntropySelector, "on_ack")
         self._fixed_window = isinstance(cc, FixedWindow) and not _overrides(cc, FixedWindow,
                                                                             "can_send")
         self._metas: dict[int, DatagramMeta] = {}  # entropy -> metadata of data packets
@@ -649,6 +654,11 @@ class Initiator:
                         low = r
             if low is not None:
                 self.ctl_q.append((CTL_ACK_REQ, low.psn, 0, True))
+        # I8 / H3 of uet.multipath: probe 2^k EVs not tried since the last progress (CONTROL
+        # PROBE, B.12, answered by an ACK with P = 1 on the probe's EV), so that a sender whose
+        # paths failed finds the ones that still work both ways before its retry limit
+        for _ in range(min(1 << self.rto_count, len(self.sel.values))):
+            self.ctl_q.append((CTL_PROBE, self.base, self.base, True))
         self.last_progress = now
         self.backoff = min(self.backoff * 2, 1 << 10)
         # I8: the next timeout counts only one (backed-off) RTO from this one, however the
@@ -898,7 +908,8 @@ class Initiator:
         self.last_tx = now
         if self.last_progress == 0.0:
             self.last_progress = now
-        ev_ = self.sel.next(now)
+        # H3 of uet.multipath: resends and control packets on an EV known to work
+        ev_ = self.sel.next_retransmit(now) if retx or r.ctl >= 0 else self.sel.next(now)
         r.ev = ev_
         if retx:
             self.ep.stats["retransmissions"] += 1
@@ -943,8 +954,10 @@ class Initiator:
             f["psn_offset"] = (psn - self.start_psn) & 0xFFF
         else:
             f["dpdcid"] = self.peer_pdcid
-        if ev_ is None:
-            ev_ = self.sel.next(self.last_tx)
+        if ev_ is None:  # H3 of uet.multipath: a probe explores, others need their answer
+            sel = self.sel
+            ev_ = sel.next_probe(self.last_tx) if ctl == CTL_PROBE else sel.next_retransmit(
+                self.last_tx)
         meta = DatagramMeta(self.src, self.peer, ev_, self.port, NOT_ECT, DSCP_CONTROL)
         return (seal((_CTL.encode(f),), meta), meta)
 
@@ -1025,6 +1038,7 @@ class Initiator:
         inflight = self.inflight
         rtt_hi, rtt_hi_t = self.rtt_hi, self.rtt_hi_t
         rack_seq, rack_rtt = self.rack_seq, self.rack_rtt
+        delivered = self.sel.on_delivered  # path health (uet.multipath H1-H3)
         if (((cack - base + H32) & M32) - H32) >= 0:
             while True:
                 r = recs.pop(base, None)
@@ -1035,6 +1049,7 @@ class Initiator:
                         if st == INFLIGHT:
                             inflight -= r.ln
                         acked_bytes += r.ln
+                        delivered(r.ev, now)
                         rtt = now - r.sent
                         if r.xmits > 1 and rtt < spurious:
                             self._delivered(r, now)  # the spurious case (I7)
@@ -1096,6 +1111,7 @@ class Initiator:
                     r.state = SACKED
                     sackmask |= low
                     acked_bytes += r.ln
+                    delivered(r.ev, now)
                     rtt = now - r.sent
                     if r.xmits > 1 and rtt < spurious:
                         self._delivered(r, now)  # the spurious case (I7)
@@ -1127,8 +1143,13 @@ class Initiator:
             if type(hdr) is tuple:
                 hdr = hdr[0].decode(hdr[1][:hdr[2]])[0]
             self.cc.on_ack(now, acked_bytes, self.inflight, hdr)
-        if self._sel_on_ack:
-            self.sel.on_ack(meta.dport, bool(m), now)
+        self.sel.on_ack(meta.dport, bool(m), now)
+        if ack_off is None and not progress:
+            # I8: a probe's answer shows the base PSN still missing: if its last copy went on an
+            # EV not known to work, resend it now (H3 picks the EV this answer just proved)
+            r = recs.get(self.base)
+            if r is not None and r.state == INFLIGHT and not self.sel.known(r.ev):
+                self._mark_lost(r, now)
         if self.rack_seq:
             self._detect_loss(now)
         if req == 1:

@@ -17,9 +17,12 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision)
       the others with OP_VIOLATION).
   U3  C.8: the initiator holds all state: a per-packet RTO (``rto`` = C.9 RTO_INIT_TIMER 1 ms,
       doubled per resend up to ``rto_max``, choice); on expiry the request is resent with RETX;
-      after ``max_retx`` (C.9 MAX_RTO_RETX_CNT 5) resends it fails (RudiRequestFailed). Choice:
-      every resend takes the next entropy value (UDP source port), so that one failed path
-      cannot eat every copy of a request (found by ``uet sim --mode rudi --fail-path``).
+      after ``max_retx`` (C.9 MAX_RTO_RETX_CNT 5) resends it fails (RudiRequestFailed). Entropy
+      values (UDP source ports) come from an :class:`uet.multipath.EntropySelector` shared by
+      every request, with its path health (H1-H4 of uet.multipath): a response or NACK proves
+      its EV, a timeout counts against the request's EV, and a resend goes on the EV proven
+      last, else an unexplored one, so that failed paths cannot eat every copy of a request
+      (found by ``uet sim --mode rudi --fail-path``).
   U4  B.13 "not sequential": pkt_ids are drawn at random (seeded, design.md principle 5), unique
       among this endpoint's outstanding requests.
   U5  B.10 / B.11: a NACK with NT = 1 names the pkt_id, SPDCID = DPDCID = 0. The initiator reacts
@@ -32,7 +35,9 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision)
       its pkt_id; a trimmed response or NACK is dropped (the RTO resends the request).
   U7  A.3: the CRC-32C trailer must verify; a bad one is dropped and counted (``bad_crc``).
   U8  a response or NACK for a pkt_id not outstanding (a late duplicate) is dropped and counted
-      (``unknown_response`` / ``unknown_nack``).
+      (``unknown_response`` / ``unknown_nack``); one from another address than the request's
+      destination is dropped and counted too (``foreign_response`` / ``foreign_nack``, as I13
+      of uet/pds/endpoint.py), the request staying outstanding.
   U9  design.md principle 6: nothing raises out of receive_datagram; malformed input is counted.
   U10 A.2 / design.md Defaults: requests and responses DSCP 0 with ECT(0); NACKs DSCP 46, Not-ECT.
 """
@@ -47,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import UET_UDP_PORT, native
+from ..multipath import EntropySelector, RoundRobinSpray
 from ..wire.enums import NACK_CODE
 from .config import DatagramMeta
 
@@ -137,7 +143,8 @@ class RudiConfig:
     nack_retx_time: float = 1e-3    # C.9 NACK_RETX_TIME
     max_nack_retx: int = 5          # C.9 MAX_NACK_RETX_CNT
     entropy_base: int = 49152       # UDP source port = entropy (design.md Defaults) ...
-    entropy_values: int = 64        # ... rotated per request (choice: spray)
+    entropy_values: int = 64        # ... these many, sprayed round-robin (unless a selector is
+                                    # given to RudiEndpoint)
     seed: int = 0
 
 
@@ -161,16 +168,19 @@ class _Out:
 class RudiEndpoint:
     """Sans-IO RUDI initiator and target for the host at ``address``."""
 
-    def __init__(self, address: str, config: RudiConfig | None = None):
+    def __init__(self, address: str, config: RudiConfig | None = None, *,
+                 selector: EntropySelector | None = None):
         self.address = address
         self.config = config or RudiConfig()
+        c = self.config
+        self.sel = selector if selector is not None else RoundRobinSpray(
+            range(c.entropy_base, c.entropy_base + max(1, c.entropy_values)))
         self.stats: Counter[str] = Counter()
         self._rng = random.Random(self.config.seed)
         self._out: dict[int, _Out] = {}
         self._timers: list[tuple[float, int, int]] = []  # (deadline, pkt_id, gen)
         self._tx: list[tuple[bytes, DatagramMeta]] = []
         self._events: deque[Any] = deque()
-        self._next_entropy = 0
 
     # --- plumbing ---------------------------------------------------------------------------------
 
@@ -206,6 +216,7 @@ class RudiEndpoint:
                 continue
             o.retx += 1
             self.stats["rto_retransmissions"] += 1
+            self.sel.on_loss(o.sport, now)
             o.rto = min(o.rto * 2, self.config.rto_max)
             self._transmit(o, now, retx=True)
 
@@ -222,8 +233,7 @@ class RudiEndpoint:
             pid = self._rng.randrange(1, M32 + 1)
             if pid not in self._out:
                 break
-        sport = self.config.entropy_base + self._next_entropy % max(1, self.config.entropy_values)
-        self._next_entropy += 1
+        sport = self.sel.next(now)
         o = _Out(pid, dst, self.config.port if dport is None else dport, next_hdr & 0xF,
                  bytes(ses), tag, sport, rto=self.config.rto)
         self._out[pid] = o
@@ -240,10 +250,8 @@ class RudiEndpoint:
             heapq.heappush(self._timers, (o.deadline, o.pkt_id, o.gen))
             o.nack_wait = True
             return
-        if retx:  # U3: a resend takes the next entropy value (another path)
-            n = max(1, self.config.entropy_values)
-            o.sport = self.config.entropy_base + self._next_entropy % n
-            self._next_entropy += 1
+        if retx:  # U3: a resend goes on a path known to work, or explores
+            o.sport = self.sel.next_retransmit(now)
         hdr = bytes((RUDI_REQ << 3 | o.next_hdr >> 1, (o.next_hdr & 1) << 7 | (0x10 if retx else 0),
                      0, 0)) + o.pkt_id.to_bytes(4, "big")
         meta = DatagramMeta(self.address, o.dst, o.sport, o.dport, ECT0, DSCP_DATA)
@@ -315,25 +323,35 @@ class RudiEndpoint:
                 self.stats["malformed"] += 1
                 return
             pid = int.from_bytes(body[4:8], "big")
-            o = self._out.pop(pid, None)
+            o = self._out.get(pid)
             if o is None:  # U8
                 self.stats["unknown_response"] += 1
                 return
+            if meta.src != o.dst:  # U8
+                self.stats["foreign_response"] += 1
+                return
+            del self._out[pid]
+            self.sel.on_delivered(meta.dport, now)  # U3: this EV works both ways
+            self.sel.on_ack(meta.dport, bool(data[1] & 0x20), now)
             self.stats["responses_received"] += 1
             self._events.append(RudiResponse(pid, o.tag, nh, body[8:], bool(data[1] & 0x20)))
         elif ptype == NACK:
             if len(body) < 16 or not data[1] & 0x08:
                 self.stats["nack_not_rudi"] += 1
                 return
-            self._on_nack(body[2], int.from_bytes(body[4:8], "big"), now)
+            self._on_nack(body[2], int.from_bytes(body[4:8], "big"), meta, now)
         else:
             self.stats["unsupported_type"] += 1
 
-    def _on_nack(self, code: int, pid: int, now: float) -> None:
+    def _on_nack(self, code: int, pid: int, meta: DatagramMeta, now: float) -> None:
         o = self._out.get(pid)
         if o is None:  # U8
             self.stats["unknown_nack"] += 1
             return
+        if meta.src != o.dst:  # U8
+            self.stats["foreign_nack"] += 1
+            return
+        self.sel.on_nack(meta.dport, code, now)
         self.stats["nacks_received"] += 1
         name = NACK_CODE.symbol(code) or f"0x{code:02X}"
         if code in NACK_IGNORE:

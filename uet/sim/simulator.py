@@ -597,9 +597,16 @@ class Simulator:
         }
         if wl is not None:  # B also sends requests (read data on its reverse PDCs, X1)
             summary["target_retransmissions"] = b.ep.stats["retransmissions"]
-        if wl is not None and wl.op == "send":  # UUD datagrams: some may be lost
-            summary["delivered"] = len(wl.received)
-            summary["sent"] = n
+        # delivered / sent (design.md): messages (RUD/ROD sends), operations completed (SES), or
+        # datagrams handed up, duplicates included (UUD: ok means what arrived is intact)
+        if wl is None:
+            summary["delivered"] = len(got)
+        elif wl.op == "send":
+            summary["delivered"] = wl.datagrams
+            summary["duplicates"] = wl.duplicates
+        else:
+            summary["delivered"] = wl.completed if wl.op != "tsend" else len(wl.received)
+        summary["sent"] = n
         return summary
 
 
