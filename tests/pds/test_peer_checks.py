@@ -111,3 +111,44 @@ def test_i14_close_nack_before_completion_still_fails():
     ep, pdcid, first, last = _started(100)
     ep.receive_datagram(*nack_to(pdcid, first, NC["INV_DPDCID"], spdcid=0), 1e-5)
     assert any(isinstance(e, PdcClosed) and e.error for e in events(ep))
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_answers = st.one_of(
+    st.builds(lambda cack, off, bm, req, m: ("pds.ack_cc", {
+        "type": 8, "cack_psn": cack, "ack_psn_offset": off, "sack_bitmap": bm, "req": req,
+        "m": m, "spdcid": 99, "cc_type": 0, "mpr": 8}),
+        st.integers(0, 0xFFFFFFFF), st.integers(-32768, 32767), st.integers(0, (1 << 64) - 1),
+        st.integers(0, 2), st.booleans()),
+    st.builds(lambda code, psn, sp: ("pds.nack", {"type": 10, "nack_code": code, "nack_psn": psn,
+                                                   "spdcid": sp}),
+              st.integers(0, 255), st.integers(0, 0xFFFFFFFF), st.sampled_from([0, 99])),
+    st.builds(lambda ctl, psn: ("pds.control", {"type": 11, "ctl_type": ctl, "psn": psn,
+                                                "spdcid": 99}),
+              st.integers(0, 9), st.integers(0, 0xFFFFFFFF)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_answers, min_size=1, max_size=8), st.booleans())
+def test_i13_no_forged_answer_from_another_address_changes_an_initiator(answers, established):
+    """Whatever a forger at another address sends with the PDC's ids (valid CRC, any fields),
+    the initiator's state, events and output stay as if nothing had arrived."""
+    ep, pdcid, first, last = _started()
+    if established:
+        ep.receive_datagram(*ack_to(pdcid, first, ack_psn=first), 1e-5)
+    events(ep)
+    (ini,) = ep.pdcs()
+    before = (ini.base, ini.next_psn, ini.established, ini.peer_pdcid, ini.inflight,
+              sorted((r.psn, r.state) for r in ini.recs.values()))
+    for name, f in answers:
+        f["dpdcid"] = pdcid
+        meta = DatagramMeta(FORGER, "10.0.0.1", PORT, EV, 0, 46)
+        ep.receive_datagram(seal((wire.encode(name, f),), meta), meta, 2e-5)
+    after = (ini.base, ini.next_psn, ini.established, ini.peer_pdcid, ini.inflight,
+             sorted((r.psn, r.state) for r in ini.recs.values()))
+    assert after == before and events(ep) == []
+    # nothing goes to the real peer; a control packet meant for a target PDC may be answered
+    # to the forger (C.5: NACK INV_DPDCID, we hold no target PDC with that id)
+    assert all(m.dst == FORGER for _, m in ep.datagrams_to_send(2e-5))
+    assert ep.stats["internal_error"] == 0

@@ -146,3 +146,18 @@ def test_i10_no_pdc_avail_backs_off_until_the_target_reaps():
     assert done and isinstance(done[0], SendComplete) and done[0].handle == h
     assert a.nacks_rcvd["NO_PDC_AVAIL"] >= 5  # more than the old 5 x 1 ms retries
     assert a.stats["rto"] == 0
+
+
+def test_w5_the_defaults_admit_a_gigabyte_message_and_a_64_mib_one():
+    """Issue 11 item 2: bounded, yet the defaults still take uet send's 64 MiB messages and a
+    1 GiB message (charged chunk by chunk as its bytes arrive; counted here without the memory)."""
+    from uet.pds.messages import MessageLayer
+
+    budget = MessageLayer(target()).budget
+    assert budget.open_message(A) and budget.open_message(A)
+    for _ in range(GIB // CHUNK_BYTES):
+        assert budget.charge(A, CHUNK_BYTES)
+    for _ in range((64 << 20) // CHUNK_BYTES):
+        assert budget.charge(A, CHUNK_BYTES)
+    assert budget.fits_bytes("10.0.0.3", 64 << 20)  # and another peer still has room
+    assert not budget.fits_bytes(A, 512 << 20)  # but one peer cannot take it all
