@@ -130,10 +130,11 @@ class SesFailed(SendFailed):
 @dataclass(frozen=True, slots=True)
 class Message:
     """One delivered message: its bytes, the initiator's address and the ids that name it.
-    ``data`` is bytes, or (multi-packet messages, no copy) the reassembly buffer, a bytearray.
+    ``data`` is bytes-like: bytes, or (multi-packet messages, no copy) the reassembly buffer, a
+    bytearray or a memoryview of its mapping (``bytes(m.data)`` makes a copy).
     Through the SES (``ses=True``): ``tag`` is the match bits of a tagged send (None otherwise),
     ``op`` "send", "tsend" or "datagram", ``pdcid`` 0."""
-    data: bytes | bytearray
+    data: bytes | bytearray | memoryview
     peer: str
     pdcid: int
     message_id: int

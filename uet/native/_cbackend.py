@@ -108,14 +108,18 @@ class Reassembly:
 
     __slots__ = ("_r", "_buf", "_view", "_cbuf", "_length")
 
-    def __init__(self, length: int) -> None:
+    def __init__(self, length: int, buffer=None) -> None:
         length = _index("length", length)
         if length < 0:
             raise ValueError("Reassembly: negative length")
         self._length = length
-        self._buf = bytearray(length)
-        self._view = memoryview(self._buf)  # pins the bytearray (no resize)
-        self._cbuf = _from_buffer(self._buf, require_writable=True)
+        if buffer is None:
+            buffer = bytearray(length)
+        elif len(buffer) != length:
+            raise ValueError("Reassembly: the buffer is not length bytes long")
+        self._buf = buffer  # the caller's (writable, length bytes) or our own zeroed one
+        self._view = memoryview(buffer)  # pins a bytearray (no resize)
+        self._cbuf = _from_buffer(buffer, require_writable=True)
         try:
             r = _lib.uet_reasm_new(self._cbuf, length)
         except OverflowError:

@@ -181,13 +181,19 @@ class Reassembly:
 
     __slots__ = ("_length", "_buf", "_view", "_starts", "_ends", "_received")
 
-    def __init__(self, length: int) -> None:
+    def __init__(self, length: int, buffer=None) -> None:
         length = _check_index("length", length)
         if length < 0:
             raise ValueError("Reassembly: negative length")
         self._length = length
-        self._buf = bytearray(length)
-        self._view = memoryview(self._buf)
+        if buffer is None:
+            buffer = bytearray(length)
+        elif len(buffer) != length:
+            raise ValueError("Reassembly: the buffer is not length bytes long")
+        self._buf = buffer  # the caller's (writable, length bytes) or our own zeroed one
+        self._view = memoryview(buffer)
+        if self._view.readonly:
+            raise TypeError("Reassembly: the buffer must be writable")
         self._starts: list[int] = []
         self._ends: list[int] = []
         self._received = 0

@@ -1,31 +1,48 @@
 """Message reassembly whose memory follows the bytes that arrived, not the length a header claims.
 
-A message of ``length`` bytes is cut into chunks of ``chunk`` bytes; a chunk's storage (and its
-tracking state) exists only once a byte landed in it. ``allocated`` is the storage held, which is
-what a receiver charges against its reassembly budget (issue 11: a header that claims 1 GiB must
-not reserve 1 GiB). Each chunk is one contiguous reassembly engine of the backend in use (C, or
-the Python twin: ``uet.native._cbackend.Reassembly`` / ``uet.native._twin.Reassembly``), so the
-exactness rules are theirs: bytes already received are never overwritten, and ``place`` returns
-how many bytes were new.
+The message buffer is one anonymous memory mapping of ``length`` bytes (a bytearray for a message
+of one chunk): the kernel gives it pages only when they are first written, so nothing is zeroed or
+committed up front (issue 11: a header that claims 1 GiB must not cost 1 GiB). The buffer is
+divided into chunks of ``chunk`` bytes; a chunk's tracking engine - one contiguous reassembly
+engine of the backend in use over that slice of the buffer (C, or the Python twin:
+``uet.native._cbackend.Reassembly`` / ``uet.native._twin.Reassembly``) - exists only once a byte
+landed in it, and ``allocated`` (the chunks touched) is what a receiver charges against its
+budget. The exactness rules are the engines': bytes already received are never overwritten, and
+``place`` returns how many bytes were new.
 
-:meth:`Reassembly.take` hands the whole message over once: the chunk itself when the message
-fits one chunk (no copy), else the chunks joined.
+:meth:`Reassembly.take` hands the whole message over once, without a copy: the bytearray, or a
+memoryview of the mapping (missing bytes read as zeros).
 """
 
 from __future__ import annotations
 
+import mmap
 import operator
+import sys
 from typing import Any
 
-#: Default chunk size: the worst case a tiny packet can make a receiver allocate. Small enough
-#: that scattered 1-byte packets pin little; large enough that a 64 MiB message is 256 chunks.
+#: Default chunk size: the accounting granule, and the most a 1-byte packet can make a receiver
+#: charge. Small enough that scattered tiny packets pin little; a 64 MiB message is 256 chunks.
 CHUNK_BYTES = 256 << 10
+
+# Linux: do not reserve swap for the mapping either (pages are committed as they are written).
+_NORESERVE = 0x4000 if sys.platform.startswith("linux") else 0
+
+
+def _lazy_buffer(length: int) -> Any:
+    """``length`` writable bytes whose pages cost nothing until written."""
+    flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", 0x20) | _NORESERVE
+    try:
+        return mmap.mmap(-1, length, flags=flags)
+    except (OSError, ValueError):  # no flags support or a refusal: the portable form
+        return mmap.mmap(-1, length)
 
 
 class Reassembly:
-    """One message of known length, stored in lazily allocated chunks."""
+    """One message of known length; storage pages and tracking come as bytes land."""
 
-    __slots__ = ("_length", "_chunk", "_engine", "_chunks", "_received", "_allocated")
+    __slots__ = ("_length", "_chunk", "_engine", "_chunks", "_received", "_allocated", "_buf",
+                 "_view")
 
     def __init__(self, length: int, *, chunk: int = CHUNK_BYTES, engine: Any = None) -> None:
         length = operator.index(length)
@@ -44,6 +61,8 @@ class Reassembly:
         self._chunks: dict[int, Any] = {}
         self._received = 0
         self._allocated = 0
+        self._buf: Any = None  # created with the first chunk
+        self._view: memoryview | None = None
 
     @property
     def length(self) -> int:
@@ -61,7 +80,7 @@ class Reassembly:
 
     @property
     def allocated(self) -> int:
-        """Bytes of storage held (chunks a byte landed in)."""
+        """Bytes of the chunks a byte landed in (what the receiver charges)."""
         return self._allocated
 
     def _range(self, offset: int, length: int) -> tuple[int, int]:
@@ -74,14 +93,19 @@ class Reassembly:
     def _engine_of(self, index: int) -> Any:
         e = self._chunks.get(index)
         if e is None:
-            size = min(self._chunk, self._length - index * self._chunk)
-            e = self._chunks[index] = self._engine(size)
+            if self._view is None:
+                self._buf = (bytearray(self._length) if self._length <= self._chunk
+                             else _lazy_buffer(self._length))
+                self._view = memoryview(self._buf)
+            lo = index * self._chunk
+            size = min(self._chunk, self._length - lo)
+            e = self._chunks[index] = self._engine(size, self._view[lo:lo + size])
             self._allocated += size
         return e
 
     def needed(self, offset: int, n: int) -> int:
-        """Bytes of storage a placement of ``n`` bytes at ``offset`` would allocate (0 when the
-        chunks it touches exist). The range is not checked here; :meth:`place` does that."""
+        """Bytes of chunks a placement of ``n`` bytes at ``offset`` would add to ``allocated``
+        (0 when the chunks it touches are in use). The range is not checked here."""
         if n <= 0:
             return 0
         chunk = self._chunk
@@ -97,9 +121,9 @@ class Reassembly:
         return need
 
     def reserve(self, offset: int, n: int) -> int:
-        """Allocate the chunks that [offset, offset + n) touches now (a receiver that charges a
-        budget before it accepts a packet and places it later, in order); returns the bytes
-        newly allocated. Raises ValueError for a range outside the message."""
+        """Take the chunks that [offset, offset + n) touches into use now (a receiver that
+        charges a budget before it accepts a packet and places it later, in order); returns the
+        bytes added to ``allocated``. Raises ValueError for a range outside the message."""
         lo, hi = self._range(offset, n)
         before = self._allocated
         chunk = self._chunk
@@ -110,12 +134,23 @@ class Reassembly:
     def place(self, offset: int, data: Any) -> int:
         """Store ``data`` at ``offset``; the number of bytes that had not arrived before. Raises
         ValueError for a range outside the message."""
-        view = data if isinstance(data, memoryview) else memoryview(data)
-        n = view.nbytes
+        n = len(data) if type(data) is bytes else memoryview(data).nbytes
+        chunk = self._chunk
+        if offset >= 0:
+            index = offset // chunk
+            base = index * chunk
+            if 0 < n and offset + n <= base + chunk and offset + n <= self._length:
+                # one chunk: the common packet (the engine checks the rest)
+                e = self._chunks.get(index)
+                if e is None:
+                    e = self._engine_of(index)
+                new = e.place(offset - base, data)
+                self._received += new
+                return new
         lo, hi = self._range(offset, n)
         if lo == hi:
             return 0
-        chunk = self._chunk
+        view = data if isinstance(data, memoryview) else memoryview(data)
         new = 0
         pos = lo
         while pos < hi:
@@ -161,24 +196,17 @@ class Reassembly:
                 add(base + start, n)
         return out
 
-    def take(self) -> bytes | bytearray:
-        """The whole message (missing bytes read as zeros); the storage is released. A message
-        of one chunk comes back as that chunk's bytearray, without a copy."""
-        chunk = self._chunk
-        count = -(-self._length // chunk)
-        if count == 1 and 0 in self._chunks:
-            buf = self._chunks[0].buffer
-            data = buf.obj if isinstance(buf.obj, bytearray) else bytes(buf)
-        else:
-            parts = []
-            for index in range(count):
-                e = self._chunks.get(index)
-                parts.append(e.buffer if e is not None
-                             else bytes(min(chunk, self._length - index * chunk)))
-            data = b"".join(parts)
+    def take(self) -> bytearray | memoryview:
+        """The whole message (missing bytes read as zeros), without a copy: a bytearray, or a
+        memoryview of the mapping for a message longer than one chunk. The tracking is
+        released; the storage lives as long as what is returned."""
+        if self._view is None:
+            self._engine_of(0) if self._length else None
+        data = self._buf if isinstance(self._buf, bytearray) else self._view
         self._chunks = {}
         self._allocated = 0
-        return data
+        self._buf = self._view = None
+        return data if data is not None else bytearray()
 
     def __repr__(self) -> str:
         return "Reassembly(length=%d, received=%d, allocated=%d)" % (

@@ -34,8 +34,9 @@ class PdcClosed(Event):
 @dataclass(frozen=True, slots=True)
 class MessageDelivered(Event):
     """A whole message reassembled at the target (RUD: in arrival order; ROD: in PSN order).
-    ``data`` is bytes, or with ``PdsConfig.zero_copy_delivery`` the reassembly buffer itself (a
-    bytearray, or a memoryview if a backend's buffer is something else)."""
+    ``data`` is bytes, or with ``PdsConfig.zero_copy_delivery`` the reassembly buffer itself: a
+    bytearray, or for a message longer than one reassembly chunk (256 KiB) a memoryview of its
+    lazily paged mapping (uet.native.reassembly)."""
     pdcid: int
     peer: str
     message_id: int

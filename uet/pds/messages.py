@@ -287,12 +287,13 @@ class MessageLayer:
             t.ses_late.append(psn)
 
     def complete(self, t: Any, rx: _RxMsg) -> None:
-        """Hand a whole message up: the reassembled bytes (a message of one reassembly chunk
-        comes as its bytearray, without a copy, with ``zero_copy_delivery``)."""
+        """Hand a whole message up: a bytes copy, or with ``zero_copy_delivery`` the reassembly
+        buffer itself (a bytearray, or a memoryview of its lazily paged mapping when the
+        message is longer than one reassembly chunk)."""
         del t.rx_msgs[rx.mid]
         self._forget(rx)
         data = rx.asm.take()
-        if isinstance(data, bytearray) and not self.cfg.zero_copy_delivery:
+        if not self.cfg.zero_copy_delivery:
             data = bytes(data)
         self.ep._events.append(ev.MessageDelivered(t.pdcid, t.peer, rx.mid, data, rx.job_id,
                                                    rx.pid_on_fep, rx.resource_index))

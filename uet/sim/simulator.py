@@ -500,6 +500,8 @@ class Simulator:
                 et = type(e)
                 if et is delivered_t:
                     d = e.data
+                    if type(d) is memoryview:  # zero-copy delivery of a long message: one
+                        d = d.tobytes()  # copy, as a memoryview compares byte by byte
                     if rod:
                         k = len(got)
                         if k < n and len(d) == len(msgs[k]) and d == msgs[k]:
