@@ -168,3 +168,21 @@ def test_crc32_c_paths_vs_twin_edges(n):
         want = _twin.crc32(view, 0xA5A5A5A5)
         assert lib.uet_crc32(0xA5A5A5A5, view, len(view)) == want
         assert lib.uet_crc32_sw(0xA5A5A5A5, view, len(view)) == want
+
+
+@settings(deadline=None, max_examples=150)
+@given(st.binary(max_size=300), st.integers(-3, 310), st.integers(0, 0xFFFFFFFF))
+def test_crc32c_prefix_c_vs_twin_and_whole(data, n, crc):
+    import uet.native as native
+    from uet.native import _twin
+
+    def call(f):
+        try:
+            return f(data, n, crc)
+        except ValueError:
+            return "ValueError"
+
+    want = "ValueError" if not 0 <= n <= len(data) else _twin.crc32c(data[:n], crc)
+    assert call(_twin.crc32c_prefix) == want
+    assert call(native.crc32c_prefix) == want
+    assert call(lambda d, k, c: native.crc32c_prefix(memoryview(d), k, c)) == want

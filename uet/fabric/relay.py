@@ -55,16 +55,7 @@ from typing import IO, Any, AsyncIterator, Callable, Union
 
 import trio
 
-from ..native import crc32c
-
-try:  # the C CRC-32C over a prefix of a bytes object, without a copy or a memoryview
-    from ..native._uet_native import lib as _native_lib
-
-    def _crc_head(data: bytes, n: int, seed: int, _c=_native_lib.uet_crc32c) -> int:
-        return _c(seed, data, n)
-except ImportError:  # pragma: no cover - pure-Python backend
-    def _crc_head(data: bytes, n: int, seed: int) -> int:
-        return crc32c(memoryview(data)[:n], seed)
+from ..native import crc32c_prefix
 from ..io.sockets import canonical as _canon
 from ..io.sockets import family_of as _family
 from ..io.sockets import is_wildcard as _wildcard
@@ -72,6 +63,7 @@ from ..io.sockets import IP_PKTINFO, IPV6_PKTINFO, IPV6_TCLASS, parse_anc
 from ..io.sockets import source_for as _source_for
 from ..io.sockets import udp_socket
 from ..wire.build import DSCP_CONTROL, DSCP_TRIMMED, ECT0
+from ..wire.trailer import rewrite_mask, udp_seed
 from .capture import CaptureFn, FrameBuilder, PcapCapture
 from .paths import COUNTERS, DIRECTIONS, FWD, INF, REV, ETH_LEN, UDP_LEN, FabricConfig, Link, \
     Releases, flow_rng, path_hasher
@@ -81,8 +73,6 @@ RELEASE_EVERY = 32         # send what is due after this many datagrams of a bat
 RECV_SIZE = 65536
 TOS_DATA = ECT0                    # DSCP 0 + ECT(0): what most sender->receiver datagrams carry
 TOS_CONTROL = DSCP_CONTROL << 2    # DSCP 46, Not-ECT: ACKs, NACKs, control
-_HDR = struct.Struct("!HH")
-_LEN = struct.Struct("!H")
 
 Capture = Union[None, CaptureFn, str, os.PathLike, IO[bytes]]
 
@@ -92,7 +82,7 @@ class Hop:
     direction) it takes, its random generator, and its trailer rewriting."""
 
     __slots__ = ("sock", "dest", "link", "rng", "tos_default", "extra_cmsg", "cmsgs", "family",
-                 "in_dst", "in_dport", "out_pre", "crc", "src_addr", "verify", "src", "sport",
+                 "in_dst", "in_dport", "crc", "src_addr", "verify", "src", "sport",
                  "dst", "dport")
 
     def __init__(self, sock: socket.socket, dest: tuple, link: Link, rng: Any, tos_default: int,
@@ -106,13 +96,10 @@ class Hop:
         self.extra_cmsg = extra_cmsg or []
         self.cmsgs: dict[int, list] = {}
         self.family = _family(dest[0])
-        fam_in = _family(in_dst)
-        self.in_dst = socket.inet_pton(fam_in, in_dst)
         self.in_dport = in_dport
+        self.in_dst = _canon(in_dst)
         self.src, self.sport = src, sport
         self.dst, self.dport = _canon(dest[0]), dest[1]
-        self.out_pre = (socket.inet_pton(_family(src), src) + socket.inet_pton(self.family, self.dst)
-                        + _HDR.pack(sport, self.dport))
         self.crc: dict[tuple, tuple[int, int]] = {}
         self.src_addr: tuple = ()
         self.verify = verify
@@ -128,13 +115,12 @@ class Hop:
         return c
 
     def _crc_entry(self, key: tuple) -> tuple[int, int]:
+        """(CRC seed of the hop the datagram came on, trailer XOR mask to the hop it leaves
+        on), per sender address and UDP payload length (uet.wire.trailer)."""
         (host, port, *_), n = key
-        ulen = _LEN.pack(UDP_LEN + n)
-        seed_in = crc32c(socket.inet_pton(_family(host), _canon(host)) + self.in_dst
-                         + _HDR.pack(port, self.in_dport) + ulen + b"\0\0")
-        seed_out = crc32c(self.out_pre + ulen + b"\0\0")
-        z = bytes(n - 4)
-        e = (seed_in, crc32c(z, seed_in) ^ crc32c(z, seed_out))
+        seed_in = udp_seed(_canon(host), self.in_dst, port, self.in_dport, UDP_LEN + n)
+        seed_out = udp_seed(self.src, self.dst, self.sport, self.dport, UDP_LEN + n)
+        e = (seed_in, rewrite_mask(seed_in, seed_out, n))
         if len(self.crc) >= 256:
             self.crc.clear()
         self.crc[key] = e
@@ -152,7 +138,7 @@ class Hop:
         if e is None:
             e = self._crc_entry(key)
         t = int.from_bytes(data[-4:], "big")
-        if self.verify and _crc_head(data, n - 4, e[0]) != t:
+        if self.verify and crc32c_prefix(data, n - 4, e[0]) != t:
             link.crc_bad += 1
             return data
         link.crc_rewritten += 1

@@ -14,7 +14,7 @@ compiler at install time, ...), the twin is used and a single
 Public API (see ``__init__.pyi`` for signatures and the docstrings of the
 twin for details):
 
-``crc32c(data, crc=0)``, ``crc32(data, crc=0)``, ``roce_icrc(ip_packet)``,
+``crc32c(data, crc=0)``, ``crc32c_prefix(data, length, crc=0)``, ``crc32(data, crc=0)``, ``roce_icrc(ip_packet)``,
 ``Reassembly(length, chunk=CHUNK_BYTES)`` (storage allocated as bytes arrive, see
 :mod:`uet.native.reassembly`), ``PsnWindow(start_psn, size=1024)``, ``NEW``,
 ``DUPLICATE``, ``OUT_OF_WINDOW``, ``psn_diff(a, b)``, ``psn_lt(a, b)``.
@@ -30,6 +30,7 @@ from . import _twin
 __all__ = [
     "BACKEND",
     "crc32c",
+    "crc32c_prefix",
     "crc32",
     "roce_icrc",
     "Reassembly",
@@ -65,6 +66,7 @@ if not _native_disabled():
         )
 
 crc32c = _impl.crc32c
+crc32c_prefix = _impl.crc32c_prefix
 crc32 = _impl.crc32
 roce_icrc = _impl.roce_icrc
 # The protocol's reassembly: lazily allocated chunks, each one engine of the backend in use

@@ -14,6 +14,10 @@ DUPLICATE: Final[int]
 OUT_OF_WINDOW: Final[int]
 """PsnWindow.set result: beyond cack + size in serial order (value 2)."""
 
+def crc32c_prefix(data: _BytesLike, length: int, crc: int = 0) -> int:
+    """CRC-32C of the first ``length`` bytes of ``data`` (no copy), chained from ``crc``.
+    Raises ValueError for a length outside 0..len(data)."""
+
 def crc32c(data: _BytesLike, crc: int = 0) -> int:
     """CRC-32C (Castagnoli; reflected poly 0x82F63B78, init/xorout 0xFFFFFFFF).
 

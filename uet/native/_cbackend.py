@@ -11,6 +11,7 @@ from ._uet_native import ffi as _ffi, lib as _lib
 
 __all__ = [
     "crc32c",
+    "crc32c_prefix",
     "crc32",
     "roce_icrc",
     "Reassembly",
@@ -55,6 +56,21 @@ def crc32c(
         return _c(crc, data, _len(data))
     except OverflowError:
         return _c(crc & _M32, data, _len(data))
+
+
+def crc32c_prefix(
+    data, length: int, crc: int = 0, _c=_lib.uet_crc32c, _bytes=bytes, _fb=_from_buffer
+) -> int:
+    """CRC-32C of the first ``length`` bytes of ``data`` (no copy of the prefix), chained from
+    ``crc``. Raises ValueError when ``length`` is negative or beyond ``len(data)``."""
+    if type(data) is not _bytes:
+        try:
+            data = _fb(data)
+        except (TypeError, BufferError):
+            data = _buf(data)
+    if not 0 <= length <= len(data):
+        raise ValueError("crc32c_prefix: length %r outside 0..%d" % (length, len(data)))
+    return _c(crc & _M32, data, length)
 
 
 def crc32c_sw(data, crc: int = 0) -> int:

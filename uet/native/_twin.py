@@ -16,6 +16,7 @@ import zlib
 
 __all__ = [
     "crc32c",
+    "crc32c_prefix",
     "crc32",
     "roce_icrc",
     "Reassembly",
@@ -62,6 +63,16 @@ def _as_bytes_view(data) -> memoryview:
     elif mv.format != "B":
         mv = mv.cast("B")
     return mv
+
+
+def crc32c_prefix(data, length: int, crc: int = 0) -> int:
+    """CRC-32C of the first ``length`` bytes of ``data``, chained from ``crc``. Raises
+    ValueError when ``length`` is negative or beyond ``len(data)``."""
+    mv = _as_bytes_view(data)
+    length = _check_index("length", length)
+    if not 0 <= length <= len(mv):
+        raise ValueError("crc32c_prefix: length %r outside 0..%d" % (length, len(mv)))
+    return crc32c(mv[:length], crc)
 
 
 def crc32c(data, crc: int = 0) -> int:

@@ -9,34 +9,8 @@ from typing import Callable
 
 from .. import UET_UDP_PORT
 from ..cms import CongestionControl, FixedWindow
+from .datagram import CE, DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0, ECT1, NOT_ECT, DatagramMeta  # noqa: F401
 from ..multipath import EntropySelector, make_selector
-
-DSCP_DATA, DSCP_CONTROL, DSCP_TRIMMED = 0, 46, 11  # A.2, design.md "Defaults"
-NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
-
-
-class DatagramMeta:
-    """What travels beside the UET bytes: addresses, UDP ports (sport = entropy), ECN, DSCP."""
-
-    __slots__ = ("src", "dst", "sport", "dport", "ecn", "dscp")
-
-    def __init__(self, src: str, dst: str, sport: int, dport: int = UET_UDP_PORT, ecn: int = 0,
-                 dscp: int = 0):
-        self.src = src
-        self.dst = dst
-        self.sport = sport
-        self.dport = dport
-        self.ecn = ecn
-        self.dscp = dscp
-
-    def __repr__(self) -> str:
-        return (f"DatagramMeta({self.src}:{self.sport} -> {self.dst}:{self.dport}, dscp={self.dscp}, "
-                f"ecn={self.ecn})")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DatagramMeta) and all(
-            getattr(self, k) == getattr(other, k) for k in self.__slots__)
-
 
 def _default_cc(cfg: "PdsConfig") -> CongestionControl:
     return FixedWindow(cfg.window_bytes, cfg.mtu)

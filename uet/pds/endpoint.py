@@ -187,7 +187,7 @@ Hot paths (design.md "Performance"; the rules above are unchanged by them)
   message already in reassembly (receive_datagram -> _accept), the ACK_CC that answers it, and
   the sender's first transmission of each PSN (_fill_new) - run as flat code: header fields are
   read with one struct unpack and written with one struct pack, both compiled from the schema's
-  layouts (uet.pds.fastwire: chain_reader, chain_packer), ACKs are one per-PDC constant ORed with
+  layouts (uet.wire.fast: chain_reader, chain_packer), ACKs are one per-PDC constant ORed with
   the fields that change. A request that is anything else, or fails any check of the hot path,
   goes the general way (whole-header decode, the code that implements each rule in full) before
   any state has changed, so both ways give the same datagrams and events (tests/pds/
@@ -202,7 +202,6 @@ Hot paths (design.md "Performance"; the rules above are unchanged by them)
 from __future__ import annotations
 
 import random
-import socket
 from collections import Counter, deque
 from typing import Any, Iterable
 
@@ -211,15 +210,17 @@ from ..cms.base import CongestionControl
 from ..cms.fixed import FixedWindow
 from ..multipath.base import EntropySelector
 from ..wire.enums import NACK_CODE
+from ..wire.trailer import TRAILER_LEN as TRAILER
+from ..wire.trailer import udp_seed as crc_seed
 from . import events as ev
-from .config import CE, DSCP_CONTROL, DSCP_TRIMMED, ECT0, NOT_ECT, DatagramMeta, PdsConfig
-from .fastwire import chain_packer, chain_reader, fast
+from .config import PdsConfig
+from .datagram import CE, DSCP_CONTROL, DSCP_TRIMMED, ECT0, NOT_ECT, DatagramMeta, seal, trailer_ok  # noqa: F401
+from ..wire.fast import chain_packer, chain_reader, fast
 from .messages import _STD_MID, SEND, SES_STD_SIZE, MessageLayer, OutMessage, SesOut
 
 M32 = 0xFFFFFFFF
 H32 = 0x80000000  # pdiff(a, b) == ((a - b + H32) & M32) - H32, inlined on the hot paths
 INF = float("inf")
-TRAILER = 4
 
 # PDS types (B.1)
 RUD_REQ, ROD_REQ, ACK, ACK_CC, ACK_CCX, NACK, CONTROL, NACK_CCX, RUD_CC_REQ, ROD_CC_REQ = (
@@ -277,6 +278,7 @@ _ACK_VAR = _ACK_L.variant
 _ACK_P_VAR = _ACK.layout(p=1).variant
 _INT_FROM = int.from_bytes
 _crc32c = native.crc32c
+_crc32c_prefix = native.crc32c_prefix
 
 # --- compiled readers, packers and field positions (all from the schema's layouts) -------------
 # A request without SYN and the SES standard header that follows it: the fields the target
@@ -320,64 +322,6 @@ _AK_M, _AK_RETX, _AK_OFF, _AK_CACK, _AK_SOFF, _AK_BM, _AK_RB, _AK_OOO = (
 _SH = _ACK_L.shift
 _PA_M, _PA_RETX, _PA_OFF, _PA_CACK = _SH["m"], _SH["retx"], _SH["ack_psn_offset"], _SH["cack_psn"]
 del _SH, _lay
-
-_PACKED: dict[str, bytes] = {}
-_SEEDS: dict[tuple, int] = {}
-
-
-def packed_addr(addr: str) -> bytes:
-    p = _PACKED.get(addr)
-    if p is None:
-        try:
-            p = socket.inet_pton(socket.AF_INET, addr)
-        except OSError:
-            p = socket.inet_pton(socket.AF_INET6, addr)
-        if len(_PACKED) > 4096:
-            _PACKED.clear()
-        _PACKED[addr] = p
-    return p
-
-
-def crc_seed(src: str, dst: str, sport: int, dport: int, udp_len: int) -> int:
-    """CRC-32C register after the trailer's context (design.md "Defaults", uet.wire.trailer):
-    source and destination address, then the UDP header with checksum 0. Cached per 5-tuple and
-    length (the value depends on nothing else)."""
-    k = (src, dst, sport, dport, udp_len)
-    s = _SEEDS.get(k)
-    if s is None:
-        s = _crc32c(packed_addr(src) + packed_addr(dst)
-                    + bytes(((sport >> 8) & 255, sport & 255, (dport >> 8) & 255, dport & 255,
-                             (udp_len >> 8) & 255, udp_len & 255, 0, 0)))
-        if len(_SEEDS) >= 1 << 16:
-            _SEEDS.clear()
-        _SEEDS[k] = s
-    return s
-
-
-def seal(parts: Iterable[bytes], meta: DatagramMeta) -> bytes:
-    """Join ``parts`` and append the CRC-32C trailer computed for ``meta``'s addresses/ports."""
-    parts = list(parts)
-    n = sum(len(p) for p in parts)
-    crc = crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 8 + n + TRAILER)
-    for p in parts:
-        crc = _crc32c(p, crc)
-    parts.append(crc.to_bytes(4, "big"))
-    return b"".join(parts)
-
-
-def _seal1(body: bytes, meta: DatagramMeta) -> bytes:
-    n = len(body)
-    crc = _crc32c(body, crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 12 + n))
-    return body + crc.to_bytes(4, "big")
-
-
-def trailer_ok(data: bytes, meta: DatagramMeta) -> bool:
-    n = len(data)
-    if n < TRAILER:
-        return False
-    seed = crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 8 + n)
-    return _crc32c(memoryview(data)[:n - TRAILER], seed) == _INT_FROM(data[n - TRAILER:], "big")
-
 
 def _overrides(obj: Any, base: type, name: str) -> bool:
     """Whether ``obj`` replaces the base class's no-op hook ``name`` (in its class or itself)."""
@@ -1525,10 +1469,8 @@ class Endpoint:
                 return
             # R2: the trailer (the CRC of everything before it, seeded with the 5-tuple context)
             end = n - TRAILER
-            seed = _SEEDS.get((meta.src, meta.dst, meta.sport, meta.dport, 8 + n))
-            if seed is None:
-                seed = crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 8 + n)
-            if _crc32c(data[:end], seed) != _INT_FROM(data[end:], "big"):
+            seed = crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 8 + n)
+            if _crc32c_prefix(data, end, seed) != _INT_FROM(data[end:], "big"):
                 self._stats["bad_crc"] += 1
                 return
             ptype = data[0] >> 3
@@ -1656,10 +1598,8 @@ class Endpoint:
             return
         # R2: the trailer (the CRC of everything before it, seeded with the 5-tuple context)
         end = n - TRAILER
-        seed = _SEEDS.get((meta.src, meta.dst, meta.sport, meta.dport, 8 + n))
-        if seed is None:
-            seed = crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 8 + n)
-        if _crc32c(memoryview(data)[:end], seed) != _INT_FROM(data[end:], "big"):
+        seed = crc_seed(meta.src, meta.dst, meta.sport, meta.dport, 8 + n)
+        if _crc32c_prefix(data, end, seed) != _INT_FROM(data[end:], "big"):
             self.stats["bad_crc"] += 1
             return
         self._dispatch(data, end, data[0] >> 3, meta, now)
@@ -1893,7 +1833,7 @@ class Endpoint:
                      | ((soff & 0xFFFF) << _AK_SOFF) | (win.sack_word(sb) << _AK_BM)
                      | ((t.rcvd_bytes & 0xFFFFFF) << _AK_RB) | ((t.ooo_count & 0xFFFF) << _AK_OOO))
                 body = v.to_bytes(_ACKCC_VAR.size, "big")
-            self._out.append((_seal1(body, rmeta), rmeta))
+            self._out.append((seal((body,), rmeta), rmeta))
             self._n_acks += 1
             return
         f: dict[str, Any] = {"m": ce, "retx": retx, "cack_psn": cack, "spdcid": t.pdcid,

@@ -32,7 +32,7 @@ from typing import Any
 from .. import native
 from ..ses.budget import BudgetLimits, ReceiveBudget
 from . import events as ev
-from .fastwire import fast
+from ..wire.fast import fast
 
 SEND = 0x05  # D.1
 RC_UNSUPPORTED_OP, RC_UNSUPPORTED_SIZE, RC_TOO_LONG = 0x06, 0x07, 0x22  # D.8

@@ -46,20 +46,18 @@ from __future__ import annotations
 
 import heapq
 import random
-import socket
 from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
-from .. import UET_UDP_PORT, native
+from .. import UET_UDP_PORT
 from ..multipath import EntropySelector, RoundRobinSpray
 from ..wire.enums import NACK_CODE
-from .config import DatagramMeta
+from ..wire.trailer import TRAILER_LEN as TRAILER
+from .datagram import CE, DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0, NOT_ECT, DatagramMeta, seal
+from .datagram import trailer_ok
 
 RUDI_REQ, RUDI_RESP, UUD_REQ, NACK = 4, 5, 6, 10
-DSCP_DATA, DSCP_CONTROL, DSCP_TRIMMED = 0, 46, 11
-NOT_ECT, ECT0, CE = 0, 2, 3
-TRAILER = 4
 M32 = 0xFFFFFFFF
 
 _N = {name: code for code, name in NACK_CODE.table.items()}
@@ -70,38 +68,6 @@ NACK_RETX_LATER = frozenset(_N[k] for k in (
     "NO_PDC_AVAIL", "NO_CCC_AVAIL", "NO_BITMAP", "NO_PKT_BUFFER", "NO_GTD_DEL_AVAIL",
     "NO_SES_MSG_AVAIL", "NO_RESOURCE", "PSN_OOR_WINDOW", "ROD_OOO"))
 NACK_IGNORE = frozenset({_N["RCVD_SES_PROCG"]})
-
-
-# --- CRC-32C trailer (A.3, same coverage as the PDS core: addresses, UDP header with checksum 0) ---
-
-def _packed(addr: str) -> bytes:
-    try:
-        return socket.inet_pton(socket.AF_INET, addr)
-    except OSError:
-        return socket.inet_pton(socket.AF_INET6, addr)
-
-
-def _seed(meta: DatagramMeta, udp_len: int) -> int:
-    hdr = bytes(((meta.sport >> 8) & 255, meta.sport & 255, (meta.dport >> 8) & 255,
-                 meta.dport & 255, (udp_len >> 8) & 255, udp_len & 255, 0, 0))
-    return native.crc32c(_packed(meta.src) + _packed(meta.dst) + hdr)
-
-
-def seal(body: bytes, meta: DatagramMeta) -> bytes:
-    """``body`` + its CRC-32C trailer for ``meta``'s addresses and ports."""
-    crc = native.crc32c(body, _seed(meta, 8 + len(body) + TRAILER))
-    return body + crc.to_bytes(4, "big")
-
-
-def trailer_ok(data: bytes, meta: DatagramMeta) -> bool:
-    n = len(data)
-    if n < TRAILER:
-        return False
-    try:
-        seed = _seed(meta, 8 + n)
-    except (OSError, TypeError, ValueError, AttributeError):
-        return False
-    return native.crc32c(bytes(data[:n - TRAILER]), seed) == int.from_bytes(data[n - TRAILER:], "big")
 
 
 # --- events ------------------------------------------------------------------------------------

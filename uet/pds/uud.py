@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import UET_UDP_PORT
-from .config import DatagramMeta
-from .rudi import DSCP_DATA, DSCP_TRIMMED, ECT0, TRAILER, UUD_REQ, seal, trailer_ok
+from ..wire.trailer import TRAILER_LEN as TRAILER
+from .datagram import DSCP_DATA, DSCP_TRIMMED, ECT0, DatagramMeta, seal, trailer_ok
+from .rudi import UUD_REQ
 
 UUD_HEADER_LEN = 4
 

@@ -11,6 +11,7 @@ that set reserved bits.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -96,11 +97,18 @@ def _compile_decoder(placed: tuple[Placed, ...], bits: int) -> Callable[[int], d
     return ns["_dec"]
 
 
+def display_value(disp: str, v: Any) -> Any:
+    """A field's value as JSON shows it: addresses as strings, the rest as they are."""
+    if disp == "ipv4":
+        return str(ipaddress.IPv4Address(v))
+    if disp == "ipv6":
+        return str(ipaddress.IPv6Address(v))
+    return v
+
+
 def _compile_json(header: Header, placed: tuple[Placed, ...]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     """The JSON object of a whole decoded variant (design.md contract; see render.header_json)."""
-    from .render import _display
-
-    ns: dict[str, Any] = {"_display": _display}
+    ns: dict[str, Any] = {"_display": display_value}
     parts = []
     names = set()
     for i, p in enumerate(placed):

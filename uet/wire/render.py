@@ -8,19 +8,11 @@ as a problem instead).
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any, Mapping
 
 from .codec import Codec, Variant
+from .codec import display_value as _display
 from .schema import DEFAULT_OPTIONS, Options
-
-
-def _display(disp: str, v: Any) -> Any:
-    if disp == "ipv4":
-        return str(ipaddress.IPv4Address(v))
-    if disp == "ipv6":
-        return str(ipaddress.IPv6Address(v))
-    return v
 
 
 def header_json(c: Codec, fields: Mapping[str, Any], opts: Options = DEFAULT_OPTIONS,

@@ -1,4 +1,4 @@
-"""uet.pds.fastwire: the compiled readers and packers give exactly what the schema codecs give."""
+"""uet.wire.fast: the compiled readers and packers give exactly what the schema codecs give."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from uet.pds.fastwire import chain_packer, chain_reader, fast
+from uet.wire.fast import chain_packer, chain_reader, fast
 
 VARIANTS = [("pds.rud_rod_req", {"syn": 0}), ("pds.rud_rod_req", {"syn": 1}),
             ("pds.rud_rod_cc_req", {"syn": 0}), ("pds.ack_cc", {"p": 0, "cc_type": 0}),

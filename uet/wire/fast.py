@@ -19,9 +19,9 @@ import struct
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import TruncatedError
-from ..wire import codec as _codec
-from ..wire.codec import Variant
-from ..wire.schema import DEFAULT_OPTIONS, Options
+from . import codec as _codec
+from .codec import Variant
+from .schema import DEFAULT_OPTIONS, Options
 
 
 def _key_function(c) -> tuple[Callable[[Any, int], Any], int]:
@@ -43,7 +43,7 @@ def _key_function(c) -> tuple[Callable[[Any, int], Any], int]:
         return (lambda b, o: 0), 0
     src = "def _key(b, o):\n    return (" + ", ".join(parts) + ",)\n"
     ns: dict[str, Any] = {}
-    exec(compile(src, "<uet.pds.fastwire key>", "exec"), ns)
+    exec(compile(src, "<uet.wire.fast key>", "exec"), ns)
     return ns["_key"], need
 
 
@@ -217,7 +217,7 @@ def _compile_reader(parts: Sequence[tuple[Layout, Sequence[str]]]) -> Callable[.
     ns: dict[str, Any] = {"_unpack": struct.Struct("".join(fmt)).unpack_from,
                           "_from_bytes": int.from_bytes}
     keys = "+".join(lay.variant.header.key for lay, _ in parts)
-    exec(compile("\n".join(src) + "\n", f"<uet.pds.fastwire reader {keys}>", "exec"), ns)
+    exec(compile("\n".join(src) + "\n", f"<uet.wire.fast reader {keys}>", "exec"), ns)
     fn = ns["_read"]
     fn.source = "\n".join(src)  # type: ignore[attr-defined]
     fn.format = "".join(fmt)  # type: ignore[attr-defined]
@@ -314,7 +314,7 @@ def _compile_packer(parts):
     src = f"def _pack({params}):\n    return _pack_s({', '.join(args)})\n"
     ns: dict[str, Any] = {"_pack_s": struct.Struct("".join(fmt)).pack}
     keys = "+".join(lay.variant.header.key for lay, _ in parts)
-    exec(compile(src, f"<uet.pds.fastwire packer {keys}>", "exec"), ns)
+    exec(compile(src, f"<uet.wire.fast packer {keys}>", "exec"), ns)
     sizes = [lay.size for lay, _ in parts]
 
     def consts(headers: Sequence[int]) -> tuple:
