@@ -242,7 +242,7 @@ def ip_address(s: str) -> str:
 def hostport(s: str, default_port: int = UET_UDP_PORT) -> tuple[str, int]:
     """``ADDR:PORT``, ``[V6ADDR]:PORT``, ``ADDR`` (port 4793) or a bare IPv6 address; port 0
     (any) is allowed, for the addresses a command binds."""
-    from .io.sockets import parse_hostport
+    from .addresses import parse_hostport
 
     try:
         return parse_hostport(s, default_port)

@@ -1,5 +1,5 @@
-"""The live fabric's path model (uet.fabric.paths) on a virtual clock, without sockets: the
-simulator's rate/queue/ECN/trim rules (uet.sim.simulator), configuration, determinism."""
+"""The live fabric's links (uet.fabric.paths over the network model of uet.net) on a virtual
+clock, without sockets: rate, queue, ECN and trimming rules, configuration, determinism."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from uet.fabric.paths import FWD, FabricConfig, Link, Releases, flow_rng, path_hasher
+from uet.fabric.paths import FWD, FabricConfig, Link, Releases, flow_rng
+from uet.net import Ecmp
 from uet.sim import SimConfig
 
 OVERHEAD = 42  # Ethernet + IPv4 + UDP, as the simulator's frames
@@ -28,7 +29,7 @@ def keep(data: bytes, link: Link) -> bytes:
 def test_rate_and_delay_serialise_a_burst():
     lk, rel = link(rate_gbps=8.0, rtt_us=100.0)  # 1 byte per ns
     for _ in range(5):
-        lk.offer(0.0, bytes(958), 0x02, None, random.Random(1), keep)
+        lk.forward(0.0, bytes(958), 0x02, None, random.Random(1), keep)
     times = sorted(e[0] for e in rel.heap)
     # each 1000-byte frame takes 1 us; then 50 us of one-way delay
     assert times == pytest.approx([(k + 1) * 1e-6 + 50e-6 for k in range(5)])
@@ -40,9 +41,9 @@ def test_overflow_trims_eligible_data_and_drops_the_rest():
     lk, rel = link(rate_gbps=0.001, queue_bytes=2500)  # frames of 1042 bytes; 298 trimmed
     rng = random.Random(1)
     for _ in range(3):
-        lk.offer(0.0, bytes(1000), 0x02, None, rng, keep)  # the third overflows: trimmed
-    lk.offer(0.0, bytes(1000), 46 << 2, None, rng, keep)   # control: never trimmed, dropped
-    lk.offer(0.0, bytes(200), 0x02, None, rng, keep)       # too short to trim: dropped
+        lk.forward(0.0, bytes(1000), 0x02, None, rng, keep)  # the third overflows: trimmed
+    lk.forward(0.0, bytes(1000), 46 << 2, None, rng, keep)   # control: never trimmed, dropped
+    lk.forward(0.0, bytes(200), 0x02, None, rng, keep)       # too short to trim: dropped
     assert (lk.received, lk.trimmed, lk.dropped, lk.overflow_drops) == (5, 1, 2, 2)
     trimmed = [e for e in rel.heap if e[4] >> 2 == 11]
     assert len(trimmed) == 1 and len(trimmed[0][3]) == 256 and trimmed[0][4] & 3 == 2
@@ -52,7 +53,7 @@ def test_ce_marking_between_kmin_and_kmax_only_for_ect():
     lk, rel = link(rate_gbps=0.001, kmin_bytes=2000, kmax_bytes=4000, queue_bytes=1 << 20)
     rng = random.Random(1)
     for i in range(10):
-        lk.offer(0.0, bytes(958), [0x02, 0x00][i % 2], None, rng, keep)
+        lk.forward(0.0, bytes(958), [0x02, 0x00][i % 2], None, rng, keep)
     tos = [e[4] for e in sorted(rel.heap)]
     assert tos[:3] == [0x02, 0x00, 0x02]  # depth 0, 1000, 2000: not above kmin
     assert tos[5:] == [0x00, 0x03, 0x00, 0x03, 0x00]  # depth >= kmax: every ECT packet
@@ -62,15 +63,15 @@ def test_ce_marking_between_kmin_and_kmax_only_for_ect():
 def test_failure_loss_and_determinism():
     lk, _ = link(fail=[(0, 5.0)])
     lk.fail_now(5e-6)
-    lk.offer(4e-6, b"x" * 300, 2, None, random.Random(), keep)
-    lk.offer(5e-6, b"x" * 300, 2, None, random.Random(), keep)
+    lk.forward(4e-6, b"x" * 300, 2, None, random.Random(), keep)
+    lk.forward(5e-6, b"x" * 300, 2, None, random.Random(), keep)
     assert (lk.received, lk.fail_drops, lk.dropped) == (2, 1, 1)
 
     def fates(seed):
         lk, rel = link(loss=0.2, trim=0.3, dup=0.1, reorder=0.1, corrupt=0.05, seed=seed)
         rng = flow_rng(seed, FWD, 0)
         for i in range(500):
-            lk.offer(i * 1e-6, bytes(1000), 0x02, None, rng, keep)
+            lk.forward(i * 1e-6, bytes(1000), 0x02, None, rng, keep)
         return (lk.loss_drops, lk.trimmed, lk.duplicated, lk.reordered, lk.corrupted)
 
     a = fates(3)
@@ -80,13 +81,13 @@ def test_failure_loss_and_determinism():
 
 
 def test_path_hash_is_stable_and_spreads():
-    h = path_hasher(FabricConfig(paths=4, seed=1))
+    h = Ecmp(FabricConfig(paths=4, seed=1)).entropy_path
     counts = [0] * 4
     for ev in range(49152, 49152 + 4096):
         counts[h(ev)] += 1
         assert h(ev) == h(ev)
     assert min(counts) > 800
-    assert path_hasher(FabricConfig(paths=1))(12345) == 0
+    assert Ecmp(FabricConfig(paths=1)).entropy_path(12345) == 0
 
 
 def test_config_validation_and_from_sim():

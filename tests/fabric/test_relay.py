@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from uet.fabric import FabricConfig, open_fabric
-from uet.fabric.paths import path_hasher
+from uet.net import Ecmp
 
 from .helpers import (LO, ack, collect, crc_ok, drain, psn_of, request, sealed, send_tos, udp,
                       until)
@@ -74,7 +74,7 @@ async def test_entropy_selects_a_stable_path_spread_over_paths():
         ports[psn_of(data)].add(src[1])
     assert all(len(p) == 1 for p in ports.values())
     assert len({next(iter(p)) for p in ports.values()}) == len(txs)
-    h = path_hasher(cfg)
+    h = Ecmp(cfg).entropy_path
     for tx, f in zip(txs, flows):
         assert f["entropy"] == addr(tx)[1] and f["path"] == h(addr(tx)[1]) == fab.path_of(f["entropy"])
         assert {f["relay_port"]} == ports[txs.index(tx)]
@@ -83,7 +83,7 @@ async def test_entropy_selects_a_stable_path_spread_over_paths():
     for p in c["paths"]:
         assert p["fwd"]["forwarded"] == 3 * per_path.get(p["path"], 0)
     # mod mode: consecutive entropy values on consecutive paths
-    m = path_hasher(FabricConfig(paths=4, ecmp="mod"))
+    m = Ecmp(FabricConfig(paths=4, ecmp="mod")).entropy_path
     assert [m(e) for e in range(1000, 1008)] == [0, 1, 2, 3, 0, 1, 2, 3]
 
 
@@ -150,7 +150,7 @@ async def test_loss_one_drops_everything():
 
 def senders_on_every_path(cfg: FabricConfig, per_path: int = 3) -> list:
     """Sender sockets whose (kernel-chosen) ports cover every path ``per_path`` times."""
-    h = path_hasher(cfg)
+    h = Ecmp(cfg).entropy_path
     keep, spare = [], []
     count = collections.Counter()
     for _ in range(400):

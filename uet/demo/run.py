@@ -7,7 +7,7 @@ Arrangement (design.md "Test beds" 2)::
 
 * the receiver is a :func:`uet.io.open_endpoint` bound on ``host:0`` (a free port);
 * the fabric (:func:`uet.fabric.open_fabric`) listens on ``host:0`` and forwards to it, with the
-  configuration's rate, delay, queue, ECN marking and impairments (``FabricConfig.from_sim``);
+  configuration's rate, delay, queue, ECN marking and impairments (``FabricConfig.from_net``);
 * the sender is a send-only endpoint whose peer port is the fabric's (``peer_port``). With the
   fabric, its entropy ports are chosen so that entropy k lands on path ``k mod paths`` (the
   fabric hashes the source port; ``pick_entropy_ports``), so every path carries traffic;
@@ -63,6 +63,7 @@ from typing import Any, AsyncIterator, Callable
 import trio
 
 from ..io.endpoint import SendFailed, open_endpoint
+from ..net import NetConfig
 from ..payload import seeded_bytes
 from ..pds.endpoint import REQ_TYPES  # B.1 RUD/ROD requests (plain and CC)
 
@@ -72,38 +73,31 @@ CLOSE_S = 1.0                           # longest wait for the PDC close (C.7)
 
 
 @dataclass
-class DemoConfig:
-    """A live run. The transfer and fabric fields have :class:`uet.sim.SimConfig`'s names and
-    meanings (``FabricConfig.from_sim`` takes the fabric's from here)."""
+class DemoConfig(NetConfig):
+    """A live run: the network (:class:`uet.net.NetConfig`, the simulator's names and meanings;
+    the fabric takes it with ``FabricConfig.from_net``) with the demo's defaults, the transfer,
+    and what only a live run has."""
 
+    rate_gbps: float = 0.25
+    loss: float = 0.002
+    trim: float = 0.01
+    # queue_bytes None: the fabric's default (1 MiB per link)
     bytes: int = 16 << 20
     messages: int = 1
     mtu: int = 4096
-    paths: int = 4
-    rate_gbps: float = 0.25
-    rtt_us: float = 10.0
-    loss: float = 0.002
-    trim: float = 0.01
-    reorder: float = 0.0
-    reorder_delay_us: float | None = None
-    dup: float = 0.0
-    corrupt: float = 0.0
-    fail: list[tuple[int, float]] = field(default_factory=list)  # (path, us after the fabric opens)
     mode: str = "rud"
     spray: str = "rr"
     entropy_values: int | None = None   # None: one per path
     window_bytes: int | None = None     # None: the live endpoint's default
-    queue_bytes: int | None = None      # None: the fabric's default (1 MiB per link)
-    kmin_bytes: int = 64 * 1024
-    kmax_bytes: int = 512 * 1024
-    trim_on_overflow: bool = True
-    seed: int = 1
     pds: dict[str, Any] = field(default_factory=dict)  # PdsConfig overrides for both endpoints
     # live only
     fabric: bool = True
     capture: Any = None                 # pcap path / binary file / callback (the fabric's)
     timeout: float = 60.0
     host: str = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        self.fail = [(int(i), float(t)) for i, t in self.fail]  # checked by validate()
 
     @classmethod
     def from_sim(cls, sim: Any, **live: Any) -> "DemoConfig":
@@ -121,8 +115,7 @@ class DemoConfig:
             raise ValueError("entropies must be at least 1")
         if self.bytes < 0:
             raise ValueError("bytes must not be negative")
-        if self.rate_gbps <= 0 or self.rtt_us < 0:
-            raise ValueError("rate must be positive, rtt not negative")
+        NetConfig.validate(self)
         if self.mode not in ("rud", "rod"):
             raise ValueError("mode is rud or rod")
         if self.spray not in ("rr", "random", "single"):
@@ -137,7 +130,7 @@ class DemoConfig:
     def fabric_config(self) -> Any:
         from ..fabric import FabricConfig
 
-        return FabricConfig.from_sim(self)  # type: ignore[arg-type]
+        return FabricConfig.from_net(self)
 
     @property
     def entropies(self) -> int:
@@ -158,7 +151,7 @@ def payload(cfg: DemoConfig) -> bytes:
     return seeded_bytes(cfg.seed ^ 0x5EED, cfg.bytes)
 
 
-def pick_entropy_ports(n: int, paths: int, path_of: Callable[[int], int], host: str,
+def pick_entropy_ports(n: int, paths: int, path_of: Callable[[int, str], int], host: str,
                        tries: int = 20000) -> list[int]:
     """``n`` free UDP ports on ``host`` such that port k hashes onto path ``k mod paths``.
 
@@ -176,7 +169,7 @@ def pick_entropy_ports(n: int, paths: int, path_of: Callable[[int], int], host: 
             s = socket.socket(fam, socket.SOCK_DGRAM)
             s.bind((host, 0))
             port = s.getsockname()[1]
-            path = path_of(port)
+            path = path_of(port, host)
             k = next((i for i, w in enumerate(want) if w == path and found[i] is None), None)
             if k is None:
                 s.close()

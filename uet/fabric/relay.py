@@ -65,8 +65,9 @@ from ..io.sockets import udp_socket
 from ..wire.build import DSCP_CONTROL, DSCP_TRIMMED, ECT0
 from ..wire.trailer import rewrite_mask, udp_seed
 from .capture import CaptureFn, FrameBuilder, PcapCapture
+from ..net import Ecmp
 from .paths import COUNTERS, DIRECTIONS, FWD, INF, REV, ETH_LEN, UDP_LEN, FabricConfig, Link, \
-    Releases, flow_rng, path_hasher
+    Releases, flow_rng
 
 BATCH = 512                # datagrams drained per wake-up before yielding
 RELEASE_EVERY = 32         # send what is due after this many datagrams of a batch
@@ -176,7 +177,7 @@ class Fabric:
         self.front = udp_socket(self.listen_host, int(listen[1]), tos=TOS_CONTROL, rcvbuf=cfg.rcvbuf)
         self.port: int = self.front.getsockname()[1]
         self.host: str = self.listen_host
-        self.path_of: Callable[[int], int] = path_hasher(cfg)
+        self.ecmp = Ecmp(cfg)
         self.releases = Releases(cfg.slack_us * 1e-6, self._wake)
         ov = {socket.AF_INET: ETH_LEN + 20 + UDP_LEN, socket.AF_INET6: ETH_LEN + 40 + UDP_LEN}
         ov_f, ov_r = ov[_family(self.to[0])], ov[_family(self.listen_host)]
@@ -195,6 +196,11 @@ class Fabric:
         self._clock: Callable[[], float] = trio.current_time
 
     # --- public -------------------------------------------------------------------------
+    def path_of(self, port: int, host: str | None = None) -> int:
+        """The path of a sender whose source port (its entropy) is ``port``: ECMP on the
+        entropy (uet.net.Ecmp); its answers take the same path back."""
+        return self.ecmp.entropy_path(port)
+
     @property
     def address(self) -> tuple[str, int]:
         """Where senders send (the front socket)."""
@@ -378,7 +384,7 @@ class Fabric:
         hop = flow.fwd
         hop.src_addr = addr
         skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
-        hop.link.offer(now, data, tos, hop, hop.rng, None if skip else hop.rewrite)
+        hop.link.forward(now, data, tos, hop, hop.rng, None if skip else hop.rewrite)
 
     def _on_back(self, flow: Flow) -> Callable[..., None]:
         hop = flow.rev
@@ -393,7 +399,7 @@ class Fabric:
                 tos = parse_anc(anc)[0]
             hop.src_addr = addr
             skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
-            link.offer(now, data, tos, hop, rng, None if skip else rewrite)
+            link.forward(now, data, tos, hop, rng, None if skip else rewrite)
 
         return handle
 
@@ -419,7 +425,7 @@ class Fabric:
             self.stats["flow_errors"] += 1
             return None
         back_port = back.getsockname()[1]
-        path = self.path_of(port)
+        path = self.ecmp.entropy_path(port)  # uet.net: ECMP on the sender's entropy
         index = self.stats["flows_opened"]
         extra = []
         if self._front_wild:

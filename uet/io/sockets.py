@@ -28,9 +28,10 @@ What the options do, and what was measured on this machine (Linux 6.x):
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import struct
+
+from ..addresses import canonical, family_of, is_wildcard, loopback_of, parse_hostport  # noqa: F401
 
 SO_NO_CHECK = 11
 SO_RCVBUFFORCE = 33
@@ -51,19 +52,6 @@ IPPROTO_IPV6 = socket.IPPROTO_IPV6
 ANC_SIZE = 128  # room for a TOS/TCLASS and a PKTINFO control message
 
 
-def family_of(host: str) -> int:
-    return socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
-
-
-def is_wildcard(host: str) -> bool:
-    return ipaddress.ip_address(host).is_unspecified
-
-
-def canonical(host: str) -> str:
-    """The address text the PDS core uses (and the kernel reports): compressed, no scope."""
-    return str(ipaddress.ip_address(host.split("%", 1)[0]))
-
-
 def source_for(dest: str, port: int = 4793) -> str:
     """The local address the kernel would use to reach ``dest`` (a connected UDP socket sends
     nothing)."""
@@ -71,10 +59,6 @@ def source_for(dest: str, port: int = 4793) -> str:
     with socket.socket(fam, socket.SOCK_DGRAM) as s:
         s.connect((dest, port))
         return canonical(s.getsockname()[0])
-
-
-def loopback_of(family: int) -> str:
-    return "::1" if family == socket.AF_INET6 else "127.0.0.1"
 
 
 def _set_buf(sock: socket.socket, size: int, force: int, plain: int) -> int:
@@ -158,28 +142,3 @@ def parse_anc(anc: list, family: int = 0) -> tuple[int, str | None]:
             elif kind == IPV6_PKTINFO and len(data) >= 16:
                 dst = socket.inet_ntop(socket.AF_INET6, data[:16])
     return tos, dst
-
-
-def parse_hostport(text: str, default_port: int = 4793) -> tuple[str, int]:
-    """``ADDR:PORT``, ``[V6ADDR]:PORT``, ``ADDR`` or a bare IPv6 address -> (address, port)."""
-    t = text.strip()
-    if t.startswith("["):
-        host, _, rest = t[1:].partition("]")
-        port = int(rest[1:]) if rest.startswith(":") else default_port
-    elif t.count(":") == 1:
-        host, p = t.split(":")
-        port = int(p)
-    else:
-        host, port = t, default_port
-    if host in ("", "*"):
-        host = "0.0.0.0"
-    elif host == "localhost":
-        host = "127.0.0.1"
-    try:
-        host = canonical(host)
-    except ValueError:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
-        host = canonical(infos[0][4][0])
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port out of range: {port}")
-    return host, port

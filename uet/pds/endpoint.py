@@ -510,7 +510,7 @@ class Initiator:
                 if at < t:
                     t = at
             if not self.tlp_pending and r is not None and self.tlp_count < self.cfg.max_tail_loss_retx:
-                at = self.last_tx + self._pto()
+                at = max(self.last_tx, self.last_progress) + self._pto()  # I9: restarted on progress
                 if at < t:
                     t = at
         return t
@@ -540,7 +540,7 @@ class Initiator:
                 self.rto_not_before <= now):
             self._on_rto(now, rto)
         elif (r is not None and not self.tlp_pending and self.tlp_count < self.cfg.max_tail_loss_retx
-              and self.last_tx + self._pto() <= now):
+              and max(self.last_tx, self.last_progress) + self._pto() <= now):
             self._on_tlp(now)
 
     def _ses_timer(self, now: float) -> None:
@@ -1131,6 +1131,8 @@ class Initiator:
         if code in NACK_RETX_NOW or code in NACK_RETX_LATER:
             if r.state == SACKED:
                 return  # a NACK for a copy of something that already arrived
+            if r.state == LOST:
+                return  # its resend is already due: one resend per loss, however many NACKs
             cfg = self.cfg
             if code in NACK_RESOURCE:
                 # I10: the target is short of a resource it frees by reaping (T3, T7): back off

@@ -12,7 +12,10 @@ Three transports, picked by ``mode``:
   requests (retransmissions, duplicates) and must stay idempotent.
 * ``"uud"``: :class:`uet.pds.uud.UudEndpoint` cores over the same channel; nothing is resent.
 
-Every random choice comes from ``seed`` (design.md principle 5).
+What happens on the way - loss, trimming, corruption, duplication, reordering - is the network
+model of :mod:`uet.net` (one link, fast enough never to queue, a latency of ``latency`` and a
+reorder delay of up to four latencies; trimmed datagrams keep 64 bytes). Every random choice comes
+from ``seed`` (design.md principle 5).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import random
 from collections import Counter
 from typing import Any
 
-from ..pds.config import DatagramMeta
+from ..net import CE, TRIMMED, Link, NetConfig, flip
+from ..pds.datagram import DatagramMeta
 from ..pds.rudi import DSCP_TRIMMED, RudiConfig, RudiEndpoint, RudiRequest, RudiRequestFailed, RudiResponse
 from ..pds.uud import UudDatagram, UudEndpoint
 from .endpoint import SesEndpoint, SesPacket
@@ -39,6 +43,10 @@ class Loopback:
         self.loss, self.trim, self.dup, self.reorder, self.corrupt = loss, trim, dup, reorder, corrupt
         self.rng = random.Random(seed)
         self.latency = latency
+        net = NetConfig(paths=1, rate_gbps=1e9, rtt_us=2 * latency * 1e6, loss=loss, trim=trim,
+                        reorder=reorder, reorder_delay_us=4 * latency * 1e6, dup=dup,
+                        corrupt=corrupt, trim_bytes=64, seed=seed)
+        self.link = Link(net, 0, 0, queue_bytes=1 << 40)
         self.now = 0.0
         self.stats: Counter[str] = Counter()
         names = sorted(endpoints)
@@ -53,11 +61,11 @@ class Loopback:
 
     # --- queueing ---------------------------------------------------------------------------
 
-    def _push(self, item: Any, delay: float | None = None) -> None:
-        if delay is None:
-            delay = self.latency * (1 + (self.rng.random() * 4 if self.rng.random() < self.reorder else 0))
+    def _push(self, item: Any, delay: float = 0.0, at: float | None = None) -> None:
+        if at is None:
+            at = self.now + delay
         self._seq += 1
-        heapq.heappush(self._q, (self.now + delay, self._seq, item))
+        heapq.heappush(self._q, (at, self._seq, item))
 
     def _collect(self) -> None:
         for n, ep in self.eps.items():
@@ -72,7 +80,7 @@ class Loopback:
 
     def _submit(self, src: str, p: SesPacket) -> None:
         if self.mode == "rud":
-            self._push(("rud", src, p))
+            self._send_rud("rud", src, p)
         elif self.mode == "rudi":
             if not p.is_request:
                 self.stats["rudi_stray_response"] += 1
@@ -88,32 +96,42 @@ class Loopback:
             self.uud[src].send_datagram(self.addr[p.peer], p.to_bytes(), next_hdr=p.next_hdr)
 
     def _wire(self, data: bytes, meta: DatagramMeta) -> None:
-        """The lossy channel for encoded datagrams (RUDI, UUD)."""
+        """The lossy channel for encoded datagrams (RUDI, UUD): the link's verdict applied."""
         self.stats["datagrams"] += 1
-        if self.rng.random() < self.loss:
+        at, flags, corrupt, dup_at = self.link.offer(self.now, len(data), meta.dscp == 46,
+                                                     meta.ecn in (1, 2), self.rng)
+        if at is None:
             self.stats["dropped"] += 1
             return
-        if meta.dscp != 46 and len(data) > 64 and self.rng.random() < self.trim:
-            self.stats["trimmed"] += 1
-            data = data[:64]
-            meta = DatagramMeta(meta.src, meta.dst, meta.sport, meta.dport, meta.ecn, DSCP_TRIMMED)
-        elif self.rng.random() < self.corrupt:
+        if flags & (TRIMMED | CE):
+            if flags & TRIMMED:
+                self.stats["trimmed"] += 1
+                data = data[:64]
+            meta = DatagramMeta(meta.src, meta.dst, meta.sport, meta.dport,
+                                3 if flags & CE else meta.ecn,
+                                DSCP_TRIMMED if flags & TRIMMED else meta.dscp)
+        if corrupt is not None:
             self.stats["corrupted"] += 1
-            b = bytearray(data)
-            b[self.rng.randrange(len(b))] ^= 1 << self.rng.randrange(8)
-            data = bytes(b)
-        self._push(("dgram", data, meta))
-        if self.rng.random() < self.dup:
+            data = flip(data, corrupt)
+        self._push(("dgram", data, meta), at=at)
+        if dup_at is not None:
             self.stats["duplicated"] += 1
-            self._push(("dgram", data, meta))
+            self._push(("dgram", data, meta), at=dup_at)
 
     # --- delivery -----------------------------------------------------------------------------
 
-    def _deliver_rud(self, src: str, p: SesPacket) -> None:
-        if self.rng.random() < self.loss + self.trim:
-            self.stats["retransmissions"] += 1  # the PDS resends it; SES sees it once
-            self._push(("rud", src, p), self.latency * 3)
+    def _send_rud(self, kind: str, src: str, p: SesPacket) -> None:
+        """A request (``kind`` "rud") or a response ("rud_rsp") through the link; the PDS that
+        this mode stands in for resends what was lost or trimmed, so the SES sees it once."""
+        at, flags, _, _ = self.link.offer(self.now, 44 + len(p.payload), kind == "rud_rsp",
+                                          kind == "rud", self.rng)
+        if at is None or flags & TRIMMED:
+            self.stats["retransmissions"] += 1
+            self._push(("resend", kind, src, p), self.latency * 3)
             return
+        self._push((kind, src, p), at=at)
+
+    def _deliver_rud(self, src: str, p: SesPacket) -> None:
         dst = self.eps[p.peer]
         if p.is_request:
             self._ref += 1
@@ -121,15 +139,11 @@ class Loopback:
             if rsp is not None:  # rides on the ACK
                 rsp.peer = src
                 rsp.message_id = p.message_id
-                self._push(("rud_rsp", p.peer, rsp))
+                self._send_rud("rud_rsp", p.peer, rsp)
         else:
             dst.receive(p.next_hdr, p.ses, None, p.payload, peer=src)
 
     def _deliver_rsp(self, src: str, p: SesPacket) -> None:
-        if self.rng.random() < self.loss:
-            self.stats["retransmissions"] += 1
-            self._push(("rud_rsp", src, p), self.latency * 3)
-            return
         self.eps[p.peer].receive(p.next_hdr, p.ses, None, p.payload, peer=src, message_id=p.message_id)
 
     def _deliver_dgram(self, data: bytes, meta: DatagramMeta) -> None:
@@ -174,7 +188,9 @@ class Loopback:
                 break
             if tq is not None and (tt is None or tq <= tt):
                 self.now, _, item = heapq.heappop(self._q)
-                if item[0] == "rud":
+                if item[0] == "resend":
+                    self._send_rud(item[1], item[2], item[3])
+                elif item[0] == "rud":
                     self._deliver_rud(item[1], item[2])
                 elif item[0] == "rud_rsp":
                     self._deliver_rsp(item[1], item[2])

@@ -2,16 +2,11 @@
 seed, links that carry encoded Ethernet/IPv4/UDP frames.
 
 Topology: host A (initiator, 10.0.0.1) and host B (target, 10.0.0.2) joined by ``paths`` parallel
-paths; each path is a link in each direction with a rate, a propagation delay (rtt / 2) and a FIFO
-queue (modelled by the time the link is busy until). ECMP picks the path by hashing the 5-tuple,
-so the entropy (UDP source port) of the initiator, echoed as the destination port of ACKs,
-chooses it.
-
-Per packet and per path, in this order: a failed path drops everything (``fail``); random loss;
-random trimming of data packets (``trim``); queue admission (overflow trims an eligible data
-packet, else drops; ECN CE is marked by queue depth between ``kmin`` and ``kmax``, RED-style);
-corruption of one UDP-payload byte (the CRC-32C trailer must catch it); duplication; reordering
-(an extra delay uniform in [0, ``reorder_delay``], default one base RTT).
+paths. What a path does to a frame - rate, delay, queue, ECN, trimming, loss, corruption,
+reordering, duplication, failure - is the network model of :mod:`uet.net` (one :class:`Link` per
+path and direction, ECMP by :class:`Ecmp` over each frame's 5-tuple, so the entropy of the
+initiator, echoed as the destination port of ACKs, chooses the path); this module drives it in
+virtual time and applies its verdicts to the frames (trim and DSCP 11, CE, a flipped bit).
 
 Capture (``pcap``): every frame a host puts on a link, at its send time, exactly as sent; and
 every frame the fabric changed (trimmed, CE-marked, corrupted, duplicated), again at its arrival
@@ -41,7 +36,6 @@ from __future__ import annotations
 import heapq
 import random
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -51,6 +45,8 @@ from ..pds import DatagramMeta, Endpoint, PdsConfig
 from ..pds import events as ev
 from ..pds.endpoint import REQ_TYPES, nack_name
 from ..wire.enums import CTL_TYPE, PDS_TYPE
+from ..net import CE, COUNTERS, TRIMMED, Ecmp, Link, NetConfig, flip
+from ..pds.datagram import DSCP_CONTROL, ECT0, ECT1
 from .frames import HDRS, Framer, PcapWriter, set_ce, trim
 from .ses_ops import MuxEndpoint, SesWorkload
 
@@ -61,47 +57,22 @@ DAMAGED, ORIG, MODIFIED = 1, 2, 4
 
 
 @dataclass
-class SimConfig:
+class SimConfig(NetConfig):
+    """One ``uet sim`` run: the network (:class:`uet.net.NetConfig`, its names and meanings) and
+    the transfer over it. ``queue_bytes`` None: twice the window (a lossless run stays lossless)."""
+
     bytes: int = 4 << 20
     messages: int = 1
     mtu: int = 4096
-    paths: int = 4
-    rate_gbps: float = 100.0
-    rtt_us: float = 10.0
-    loss: float = 0.0
-    trim: float = 0.0
-    reorder: float = 0.0
-    reorder_delay_us: float | None = None   # None: one base RTT
-    dup: float = 0.0
-    corrupt: float = 0.0
-    fail: list[tuple[int, float]] = field(default_factory=list)  # (path, time in us)
     mode: str = "rud"
     op: str = "send"                         # send (plain PDS messages) or an SES operation
     spray: str = "rr"
     entropy_values: int = 64
     window_bytes: int | None = None          # None: 1.5 x BDP of all paths, at least 64 KiB
-    queue_bytes: int | None = None           # None: 2 x window (so a lossless run stays lossless)
-    kmin_bytes: int = 64 * 1024
-    kmax_bytes: int = 512 * 1024
-    trim_on_overflow: bool = True
     ack_loss: float = 0.0                    # extra loss applied only to B->A packets
     drop_psns: tuple[int, ...] = ()          # drop the first copy of these data packets (by index)
-    seed: int = 1
     time_limit_s: float = 10.0
     pds: dict[str, Any] = field(default_factory=dict)  # PdsConfig overrides
-
-    def bdp_bytes(self) -> int:
-        return int(self.paths * self.rate_gbps * 1e9 / 8 * self.rtt_us * 1e-6)
-
-
-class _Link:
-    __slots__ = ("Bps", "delay", "busy", "qcap")
-
-    def __init__(self, Bps: float, delay: float, qcap: int):
-        self.Bps = Bps
-        self.delay = delay
-        self.busy = 0.0
-        self.qcap = qcap
 
 
 class _Host:
@@ -155,35 +126,25 @@ class Simulator:
         self.window = window
         self.a = _Host("A", A_ADDR, Endpoint(A_ADDR, PdsConfig(**pc), seed=cfg.seed * 2 + 1), 0)
         self.b = _Host("B", B_ADDR, Endpoint(B_ADDR, PdsConfig(**pc), seed=cfg.seed * 2 + 2), 1)
-        Bps = cfg.rate_gbps * 1e9 / 8
-        delay = cfg.rtt_us * 1e-6 / 2
-        self.links = [[_Link(Bps, delay, qcap) for _ in range(cfg.paths)] for _ in range(2)]
-        self.fail_at = [INF] * cfg.paths
-        for i, t in cfg.fail:
-            if 0 <= i < cfg.paths:
-                self.fail_at[i] = min(self.fail_at[i], t * 1e-6)
-        self.reorder_delay = (cfg.reorder_delay_us if cfg.reorder_delay_us is not None
-                              else cfg.rtt_us) * 1e-6
+        fail_at = cfg.fail_times()
+        # the network (uet.net): per direction, one link per path; answers (B->A) also lose
+        # ack_loss more
+        self.links = [[Link(cfg, i, d, queue_bytes=qcap, fail_at=fail_at[i],
+                            extra_loss=cfg.ack_loss if d else 0.0) for i in range(cfg.paths)]
+                      for d in range(2)]
+        self.ecmp = Ecmp(cfg)
         self.framer = Framer()
         self.heap: list = []
         self.seq = 0
         self.now = 0.0
-        self._ecmp: dict[tuple, int] = {}
-        self._tx: dict[tuple, tuple] = {}
-        self._txc: dict[int, tuple] = {}  # id(meta) -> (meta, path, link, is data, ECT, headers)
-        # impairments that need the general per-packet path (_send); without them _send_all
-        # runs a specialised loop with the same results
-        self._fancy = bool(trace is not None or pcap is not None or cfg.trim or cfg.corrupt
-                           or cfg.dup or cfg.reorder or cfg.fail or cfg.drop_psns)
+        self._out_info: dict[int, tuple] = {}  # id(meta) -> (meta, link, path, control, ect)
         self._rx: dict[bytes, DatagramMeta] = {}
-        self._salt = zlib.crc32(cfg.seed.to_bytes(8, "big", signed=True))
         self.had: set[bytes] = set()
-        self.counters = {"trimmed": 0, "dropped": 0, "ecn_marked": 0, "corrupted": 0,
-                         "duplicated": 0, "reordered": 0, "spurious": 0, "packets_a": 0,
-                         "packets_b": 0, "failed_path_drops": 0, "overflow_drops": 0}
+        self.counters = {"spurious": 0, "packets_a": 0, "packets_b": 0}
         self.paths_used: set[int] = set()
         self.data_pkts = 0
         self._drop_idx = set(cfg.drop_psns)
+        self.scripted_drops = 0
         # the workload: messages and the digests they must arrive with
         data = seeded_bytes(cfg.seed ^ 0x5EED, cfg.bytes)
         n = max(1, cfg.messages)
@@ -194,36 +155,9 @@ class Simulator:
         self.want = [(len(m), native.crc32c(m)) for m in self.msgs]
 
     # --- fabric ---------------------------------------------------------------------------
-    def _path(self, src: str, dst: str, sport: int, dport: int) -> int:
-        k = (src, dst, sport, dport)
-        p = self._ecmp.get(k)
-        if p is None:
-            lo, hi = (src, dst) if src < dst else (dst, src)
-            h = zlib.crc32(f"{src}|{dst}|17|{sport}|{dport}".encode(), self._salt)
-            h ^= h >> 16
-            p = self._ecmp[k] = (h * 0x9E3779B1 & 0xFFFFFFFF) % self.cfg.paths
-        return p
-
     def _log(self, msg: str) -> None:
         if self.trace is not None:
             self.trace.write(f"{self.now * 1e6:12.3f}us {msg}\n")
-
-    def _tx_info(self, fwd: bool, meta: DatagramMeta, n: int) -> tuple:
-        """What the fabric needs to know about a datagram of ``n`` bytes sent with ``meta``:
-        (frame header, path, link, is data, trimming-eligible, ECN-capable)."""
-        k = (fwd, meta.src, meta.dst, meta.sport, meta.dport, meta.dscp, meta.ecn, n)
-        info = self._tx.get(k)
-        if info is None:
-            hdr = self.framer.header(meta.src, meta.dst, meta.sport, meta.dport, meta.dscp,
-                                     meta.ecn, n)
-            path = self._path(meta.src, meta.dst, meta.sport, meta.dport)
-            is_data = meta.dscp != 46
-            info = (hdr, path, self.links[0 if fwd else 1][path], is_data, is_data and n > 256,
-                    meta.ecn in (1, 2))
-            if len(self._tx) >= 1 << 14:
-                self._tx.clear()
-            self._tx[k] = info
-        return info
 
     def _rx_meta(self, frame: bytes) -> DatagramMeta:
         """The metadata of an arriving frame, parsed from its IP and UDP headers (memoized)."""
@@ -237,180 +171,89 @@ class Simulator:
             self._rx[k] = m
         return m
 
-    def _send(self, host: _Host, data: bytes, meta: DatagramMeta) -> None:
-        cfg = self.cfg
-        rng = self.rng
-        now = self.now
-        fwd = host.idx == 0
-        hdr, path, link, is_data, eligible, ect = self._tx_info(fwd, meta, len(data))
-        frame = hdr + data
-        if self.pcap is not None:
-            self.pcap.write(now, frame)
-        orig_frame = frame
-        c = self.counters
-        c["packets_a" if fwd else "packets_b"] += 1
-        tr = self.trace is not None
-        if tr:
-            self._log(f"{host.name}->{'B' if fwd else 'A'} path{path} {describe(data)}")
-        if fwd and is_data:
-            self.paths_used.add(path)
-            self.data_pkts += 1
-            if self._drop_idx and self.data_pkts in self._drop_idx:
-                c["dropped"] += 1
-                if tr:
-                    self._log(f"  drop (scripted) path{path}")
-                return
-        if now >= self.fail_at[path]:
-            c["dropped"] += 1
-            c["failed_path_drops"] += 1
-            if tr:
-                self._log(f"  drop (path{path} failed)")
-            return
-        loss = cfg.loss if fwd else cfg.loss + cfg.ack_loss
-        if loss and rng.random() < loss:
-            c["dropped"] += 1
-            if tr:
-                self._log(f"  drop (loss) path{path}")
-            return
-        trimmed = False
-        if cfg.trim and eligible and rng.random() < cfg.trim:
-            frame = trim(frame)
-            trimmed = True
-        size = len(frame)
-        busy = link.busy
-        depth = (busy - now) * link.Bps if busy > now else 0.0
-        if depth + size > link.qcap:
-            if eligible and not trimmed and cfg.trim_on_overflow:
-                frame = trim(frame)
-                trimmed = True
-                size = len(frame)
-            else:
-                c["dropped"] += 1
-                c["overflow_drops"] += 1
-                if tr:
-                    self._log(f"  drop (queue overflow) path{path}")
-                return
-        if trimmed:
-            c["trimmed"] += 1
-            if tr:
-                self._log(f"  trimmed path{path}")
-        if ect and depth > cfg.kmin_bytes:
-            if depth >= cfg.kmax_bytes or rng.random() < (depth - cfg.kmin_bytes) / (
-                    cfg.kmax_bytes - cfg.kmin_bytes):
-                frame = set_ce(frame)
-                c["ecn_marked"] += 1
-        start = busy if busy > now else now
-        depart = start + size / link.Bps
-        link.busy = depart
-        arrive = depart + link.delay
-        flags = ORIG | (MODIFIED if trimmed or frame is not orig_frame else 0)
-        if trimmed:
-            flags |= DAMAGED
-        if cfg.corrupt and rng.random() < cfg.corrupt:
-            b = bytearray(frame)
-            i = rng.randrange(HDRS, len(b))
-            b[i] ^= 1 << rng.randrange(8)
-            frame = bytes(b)
-            flags |= DAMAGED | MODIFIED
-            c["corrupted"] += 1
-        dst = self.b if fwd else self.a
-        if cfg.reorder and rng.random() < cfg.reorder:
-            arrive += rng.random() * self.reorder_delay
-            c["reordered"] += 1
-        self.seq += 1
-        heapq.heappush(self.heap, (arrive, self.seq, dst, frame, flags))
-        if cfg.dup and rng.random() < cfg.dup:
-            c["duplicated"] += 1
-            self.seq += 1
-            heapq.heappush(self.heap, (arrive + rng.random() * self.reorder_delay, self.seq,
-                                       dst, frame, (flags & DAMAGED) | MODIFIED))
-
-    def _tx_entry(self, fwd: bool, meta: DatagramMeta) -> tuple:
-        """Per metadata object (the endpoints reuse one per entropy value / reply direction and
-        never change it): its path, link, class, and a cache of frame headers by length."""
-        path = self._path(meta.src, meta.dst, meta.sport, meta.dport)
-        e = (meta, path, self.links[0 if fwd else 1][path], meta.dscp != 46, meta.ecn in (1, 2),
-             {})
-        if len(self._txc) >= 1 << 12:
-            self._txc.clear()
-        self._txc[id(meta)] = e  # e holds meta, so its id cannot be reused while cached
+    def _out(self, fwd: bool, meta: DatagramMeta) -> tuple:
+        """Per metadata object (the endpoints reuse one per entropy value and reply direction
+        and never change it): its link, path and class."""
+        e = self._out_info.get(id(meta))
+        if e is None or e[0] is not meta:
+            path = self.ecmp.path(meta.src, meta.dst, meta.sport, meta.dport)
+            e = (meta, self.links[0 if fwd else 1][path], path, meta.dscp == DSCP_CONTROL,
+                 meta.ecn in (ECT1, ECT0))
+            if len(self._out_info) >= 1 << 12:
+                self._out_info.clear()
+            self._out_info[id(meta)] = e  # e holds meta, so its id cannot be reused while cached
         return e
 
-    def _send_all(self, host: _Host, out: list) -> None:
-        """Put ``out`` on the links: :meth:`_send` for each datagram, specialised for a fabric
-        whose only impairments are random loss, ECN marking and queue overflow."""
-        if self._fancy:
-            for data, meta in out:
-                self._send(host, data, meta)
-            return
-        cfg = self.cfg
+    def _send(self, host: _Host, out: list) -> None:
+        """Put ``out`` on the links: each datagram framed, offered to its path's link (uet.net)
+        and, unless dropped, scheduled for arrival with what the link did to it."""
         now = self.now
         fwd = host.idx == 0
         dst = self.b if fwd else self.a
-        loss = cfg.loss if fwd else cfg.loss + cfg.ack_loss
-        rnd = self.rng.random
-        txc = self._txc
-        heap = self.heap
+        rng = self.rng
         push = heapq.heappush
-        paths_used = self.paths_used
-        kmin, kmax = cfg.kmin_bytes, cfg.kmax_bytes
-        seq = self.seq
+        heap = self.heap
+        header = self.framer.header
+        pcap = self.pcap
+        tr = self.trace is not None
         c = self.counters
-        ndata = dropped = 0
-        for data, meta in out:
-            n = len(data)
-            e = txc.get(id(meta))
-            if e is None or e[0] is not meta:
-                e = self._tx_entry(fwd, meta)
-            _, path, link, is_data, ect, hdrs = e
-            hdr = hdrs.get(n)
-            if hdr is None:
-                hdr = hdrs[n] = self.framer.header(meta.src, meta.dst, meta.sport, meta.dport,
-                                                   meta.dscp, meta.ecn, n)
-            frame = hdr + data
-            if fwd and is_data:
-                paths_used.add(path)
-                ndata += 1
-            if loss and rnd() < loss:
-                dropped += 1
-                continue
-            size = n + HDRS
-            busy = link.busy
-            depth = (busy - now) * link.Bps if busy > now else 0.0
-            flags = ORIG
-            if depth + size > link.qcap:
-                if is_data and n > 256 and cfg.trim_on_overflow:
-                    frame = trim(frame)
-                    size = len(frame)
-                    flags = ORIG | MODIFIED | DAMAGED
-                    c["trimmed"] += 1
-                else:
-                    dropped += 1
-                    c["overflow_drops"] += 1
-                    continue
-            if ect and depth > kmin:
-                if depth >= kmax or rnd() < (depth - kmin) / (kmax - kmin):
-                    marked = set_ce(frame)
-                    if marked is not frame:
-                        frame = marked
-                        flags |= MODIFIED
-                    c["ecn_marked"] += 1
-            depart = (busy if busy > now else now) + size / link.Bps
-            link.busy = depart
-            seq += 1
-            push(heap, (depart + link.delay, seq, dst, frame, flags))
-        self.seq = seq
         c["packets_a" if fwd else "packets_b"] += len(out)
-        self.data_pkts += ndata
-        if dropped:
-            c["dropped"] += dropped
+        for data, meta in out:
+            _, link, path, control, ect = self._out(fwd, meta)
+            n = len(data)
+            frame = header(meta.src, meta.dst, meta.sport, meta.dport, meta.dscp, meta.ecn, n) + data
+            if pcap is not None:
+                pcap.write(now, frame)
+            if tr:
+                self._log(f"{host.name}->{'B' if fwd else 'A'} path{path} {describe(data)}")
+            if fwd and not control:
+                self.paths_used.add(path)
+                self.data_pkts += 1
+                if self._drop_idx and self.data_pkts in self._drop_idx:
+                    self.scripted_drops += 1
+                    if tr:
+                        self._log(f"  drop (scripted) path{path}")
+                    continue
+            at, flags, corrupt, dup_at = link.offer(now, n, control, ect, rng)
+            if at is None:
+                if tr:
+                    self._log(f"  drop path{path}")
+                continue
+            mark = ORIG
+            if flags & TRIMMED:
+                frame = trim(frame, self.cfg.trim_bytes)
+                mark |= MODIFIED | DAMAGED
+                if tr:
+                    self._log(f"  trimmed path{path}")
+            if flags & CE:
+                marked = set_ce(frame)
+                if marked is not frame:
+                    frame = marked
+                    mark |= MODIFIED
+            if corrupt is not None:
+                frame = frame[:HDRS] + flip(frame[HDRS:], corrupt)
+                mark |= DAMAGED | MODIFIED
+            self.seq += 1
+            push(heap, (at, self.seq, dst, frame, mark))
+            if dup_at is not None:
+                self.seq += 1
+                push(heap, (dup_at, self.seq, dst, frame, (mark & DAMAGED) | MODIFIED))
+
+    def network_counters(self) -> dict[str, int]:
+        """The links' counters summed over paths and directions."""
+        tot = {k: 0 for k in COUNTERS}
+        for side in self.links:
+            for link in side:
+                for k in COUNTERS:
+                    tot[k] += getattr(link, k)
+        return tot
 
     def _flush(self, host: _Host) -> None:
         ep = host.ep
         now = self.now
         out = ep.datagrams_to_send(now)
         if out:
-            self._send_all(host, out)
+            self._send(host, out)
         t = ep.get_timer()
         if t is not None and t < host.sched:
             if t < now:
@@ -561,6 +404,7 @@ class Simulator:
         sim_time = last_delivery or self.now
         ok = not wrong and not failures and not pending and len(got) == n
         c = self.counters
+        net = self.network_counters()
         sa = a.ep.stats
         nacks: dict[str, int] = dict(sorted(b.ep.nacks_sent.items()))
         for k, v in a.ep.nacks_sent.items():
@@ -579,12 +423,12 @@ class Simulator:
             "data_packets": self.data_pkts,
             "retransmissions": sa["retransmissions"],
             "spurious_retransmissions": c["spurious"],
-            "trimmed": c["trimmed"],
-            "dropped": c["dropped"],
-            "ecn_marked": c["ecn_marked"],
-            "corrupted": c["corrupted"],
-            "duplicated": c["duplicated"],
-            "reordered": c["reordered"],
+            "trimmed": net["trimmed"],
+            "dropped": net["dropped"] + self.scripted_drops,
+            "ecn_marked": net["ce_marked"],
+            "corrupted": net["corrupted"],
+            "duplicated": net["duplicated"],
+            "reordered": net["reordered"],
             "bad_crc": a.ep.stats["bad_crc"] + b.ep.stats["bad_crc"],
             "nacks": nacks,
             "rto": sa["rto"],
