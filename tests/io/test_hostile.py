@@ -137,9 +137,9 @@ async def test_huge_claims_beside_a_transfer_keep_receiver_memory_bounded():
             hostile = Peer((LO, srv.port), local=OTHER)
             for i in range(claims):
                 hostile.send(Peer.request(0x50000, spdcid=fresh_spdcid(), start=0x50000,
-                                          payload=b"c" * 1000, total=1 << 30))
+                                          payload=b"c" * 1000, total=1 << 30, message_id=i + 1))
             await trio.sleep(0.2)
-            peak = srv.core.ses.buffered
+            peak = srv.ses.budget.bytes
             res = await cli.send(LO, data)
             m = await srv.receive()
             hostile.close()

@@ -162,9 +162,11 @@ async def test_plain_and_ses_sends_reach_an_ses_receiver(mode):
 
 
 async def test_ses_api_checks():
-    async with open_endpoint((A, 0)) as plain:
-        with pytest.raises(RuntimeError):
-            await plain.write(A, 1, 0, b"x")
+    with trio.fail_after(10):
+        async with open_endpoint((A, 0)) as plain:  # every endpoint has an SES (uet/host.py)
+            with pytest.raises(SesFailed) as e:
+                await plain.write(A, 1, 0, b"x")  # to itself: no region 1
+            assert e.value.rc_name == "BAD_MKEY"
     with trio.fail_after(10):
         async with pair() as (a, b):
             with pytest.raises(ValueError):

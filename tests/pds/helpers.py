@@ -1,11 +1,17 @@
-"""Hand-built datagrams (through the schema codecs) and decoded replies for driving the PDS core."""
+"""Hand-built datagrams (through the schema codecs) and decoded replies for driving the PDS core;
+a recording upper layer for the PDS alone, and whole hosts (uet.host) for the PDS with the SES."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import dataclasses
+
 from uet import wire
+from uet.host import Host
 from uet.pds import DatagramMeta, Endpoint, PdsConfig, seal
+from uet.ses import SesConfig
+from uet.ses.packets import cut
 from uet.wire.build import uet_bytes
 from uet.wire.packet import decode_uet
 from uet.wire.trailer import CrcContext
@@ -85,11 +91,70 @@ def decode(data: bytes, meta: DatagramMeta) -> dict[str, Any]:
     return d.layer
 
 
-def out(ep: Endpoint, now: float = 0.0) -> list[tuple[dict[str, Any], DatagramMeta]]:
+class Recorder:
+    """A recording upper layer (uet/pds/upper.py): what the PDS handed up and told it."""
+
+    def __init__(self, admit_code: int = 0):
+        self.admit_code = admit_code
+        self.delivered: list[tuple[str, int, int, bytes]] = []  # (peer, PSN, next_hdr, SES bytes)
+        self.completed: list[Any] = []  # tokens acknowledged (CACK)
+        self.responses: list[tuple[Any, int, bytes]] = []
+        self.failures: list[tuple[Any, str]] = []
+        self.waiting: set[Any] = set()  # tokens whose response is still awaited (X5)
+        self.respond: dict[int, tuple[int, bytes]] = {}  # PSN -> the response to return
+
+    def admit(self, peer: str, next_hdr: int, data: memoryview) -> int:
+        return self.admit_code
+
+    def deliver(self, peer: str, ref: int, next_hdr: int, data: memoryview, now: float):
+        self.delivered.append((peer, ref, next_hdr, bytes(data)))
+        return self.respond.get(ref)
+
+    def take(self, peer: str, next_hdr: int, data: memoryview, now: float) -> bool:
+        return False  # no fast twin: every request through admit and deliver
+
+    def acked(self, token: Any, now: float) -> None:
+        self.completed.append(token)
+
+    def response(self, token: Any, next_hdr: int, data: memoryview, peer: str, now: float) -> None:
+        self.responses.append((token, next_hdr, bytes(data)))
+        self.waiting.discard(token)
+
+    def pending(self, token: Any) -> bool:
+        return token in self.waiting
+
+    def failed(self, token: Any, reason: str) -> None:
+        self.failures.append((token, reason))
+
+    @property
+    def psns(self) -> list[int]:
+        return [psn for _, psn, _, _ in self.delivered]
+
+
+def send(ep: Endpoint, dst: str, data: bytes, *, mode: str = "rud", message_id: int | None = None,
+         mtu: int | None = None) -> int:
+    """Submit ``data`` as one SES SEND (cut by uet.ses.packets, as the SES would) to a PDS
+    endpoint; returns its token (the message id)."""
+    global _next_mid
+    if message_id is None:
+        _next_mid = _next_mid % 0xFFFF + 1
+        message_id = _next_mid
+    common = {"opcode": 5, "job_id": 0, "pid_on_fep": 0, "resource_index": 0, "initiator": 0,
+              "rel": True}
+    item = cut(dst, message_id, data, mtu=mtu or min(4096, ep.config.mtu), small_header=True,
+               common=common, key={}, small_ok=True)
+    ep.submit(dst, item, mode=mode)
+    return message_id
+
+
+_next_mid = 0
+
+
+def out(ep: Any, now: float = 0.0) -> list[tuple[dict[str, Any], DatagramMeta]]:
     return [(decode(d, m), m) for d, m in ep.datagrams_to_send(now)]
 
 
-def events(ep: Endpoint) -> list:
+def events(ep: Any) -> list:
     evs = []
     while (e := ep.next_event()) is not None:
         evs.append(e)
@@ -97,17 +162,39 @@ def events(ep: Endpoint) -> list:
 
 
 def target(**cfg: Any) -> Endpoint:
-    return Endpoint(B, PdsConfig(**cfg), seed=1)
+    """A PDS endpoint at B whose upper layer records (``ep.upper``: a :class:`Recorder`)."""
+    return Endpoint(B, PdsConfig(**cfg), seed=1, upper=Recorder())
 
 
 def initiator(**cfg: Any) -> Endpoint:
-    return Endpoint(A, PdsConfig(**cfg), seed=2)
+    """A PDS endpoint at A whose upper layer records; :func:`send` submits messages to it."""
+    return Endpoint(A, PdsConfig(**cfg), seed=2, upper=Recorder())
 
 
-def established_target(**cfg: Any) -> tuple[Endpoint, int]:
-    """A target with one RUD PDC created by a SYN request for PSN S; returns (endpoint, its PDCID)."""
+def _split(cfg: dict[str, Any]) -> tuple[PdsConfig, SesConfig]:
+    ses_names = {f.name for f in dataclasses.fields(SesConfig)} - {"mtu", "seed"}
+    ses = {k: cfg.pop(k) for k in list(cfg) if k in ses_names}
+    pds = PdsConfig(**cfg)
+    return pds, SesConfig(mtu=min(4096, pds.mtu), auto_receive=True, **ses)
+
+
+def host_target(**cfg: Any) -> Host:
+    """A whole host at B (PDS and SES, every SEND given a receive); ``cfg`` names PdsConfig and
+    SesConfig fields."""
+    pds, ses = _split(cfg)
+    return Host(B, pds=pds, ses=ses, seed=1)
+
+
+def host_initiator(**cfg: Any) -> Host:
+    pds, ses = _split(cfg)
+    return Host(A, pds=pds, ses=ses, seed=2)
+
+
+def established_target(*, host: bool = False, **cfg: Any) -> tuple[Any, int]:
+    """A target (``host``: a whole :class:`Host`, else a recording PDS endpoint) with one RUD PDC
+    created by a SYN request for PSN S; returns (endpoint, its PDCID)."""
     rod = cfg.pop("rod", False)
-    ep = target(**cfg)
+    ep = host_target(**cfg) if host else target(**cfg)
     ep.receive_datagram(*request(S, syn=True, ar=True, rod=rod), 0.0)
     (ack, _), = out(ep)
     events(ep)

@@ -1,15 +1,16 @@
-"""Unit tests of the PDS core, one group per uet-facts.md section, driven with hand-built datagrams."""
+"""Unit tests of the PDS core, one group per uet-facts.md section, driven with hand-built datagrams;
+the upper layer records (tests/pds/helpers.py Recorder), except where the SES's part is tested."""
 
 from __future__ import annotations
 
 import pytest
 
-from uet.pds import (DataReceived, DatagramMeta, MessageDelivered, MessageFailed, PdcClosed,
-                     PdcEstablished, SendComplete)
+from uet.pds import DatagramMeta, PdcClosed, PdcEstablished
+from uet.ses import events as sev
 from uet.wire.enums import NACK_CODE
 
 from .helpers import (A, B, EV, PORT, S, SPDCID, ack_to, control, decode, established_target, events,
-                      initiator, nack_to, out, request, target)
+                      host_initiator, initiator, nack_to, out, request, send, target)
 
 NC = {name: code for code, name in NACK_CODE.table.items()}
 
@@ -48,7 +49,7 @@ def test_c1_start_psn_is_psn_minus_psn_offset():
 
 def test_c1_initiator_syn_random_start_then_learns_dpdcid():
     ep = initiator()
-    ep.send_message(B, b"a" * 10000)
+    send(ep, B, b"a" * 10000)
     pkts = out(ep)
     assert len(pkts) == 3
     first = pkts[0][0]["pds"]
@@ -61,14 +62,14 @@ def test_c1_initiator_syn_random_start_then_learns_dpdcid():
     assert pdcid != 0
     ep.receive_datagram(*ack_to(pdcid, first["psn"], spdcid=4321, ack_psn=first["psn"]), 1e-5)
     assert any(isinstance(e, PdcEstablished) and e.peer_pdcid == 4321 for e in events(ep))
-    ep.send_message(B, b"b" * 100)
+    send(ep, B, b"b" * 100)
     nxt = only(out(ep, 2e-5))[0]["pds"]
     assert not nxt["syn"] and nxt["dpdcid"] == 4321
 
 
 def test_c1_at_most_4096_psns_before_first_ack():
     ep = initiator(window_bytes=1 << 30, mtu=256, tx_range=1 << 14, mpr=64)
-    ep.send_message(B, bytes(256 * 5000))
+    send(ep, B, bytes(256 * 5000))
     assert len(ep.datagrams_to_send(0.0)) == 4096
 
 
@@ -85,22 +86,22 @@ def test_c1_pdcid_zero_is_never_allocated():
 
 def test_c2_clear_psn_is_send_base_minus_one():
     ep = initiator()
-    ep.send_message(B, bytes(4096 * 4))
+    send(ep, B, bytes(4096 * 4))
     pkts = out(ep)
     p0 = pkts[0][0]["pds"]
     assert p0["clear_psn"] == (p0["start_psn"] - 1) & 0xFFFFFFFF
     ep.receive_datagram(*ack_to(p0["spdcid"], p0["psn"] + 1, ack_psn=p0["psn"] + 1), 1e-5)
-    ep.send_message(B, bytes(100))
+    send(ep, B, bytes(100))
     nxt = only(out(ep, 2e-5))[0]["pds"]
     assert nxt["clear_psn"] == p0["psn"] + 1
 
 
 def test_c2_mpr_limits_psns_beyond_cack():
     ep = initiator(window_bytes=1 << 30, mtu=256)
-    ep.send_message(B, bytes(256 * 10))
+    send(ep, B, bytes(256 * 10))
     p0 = out(ep)[0][0]["pds"]
     ep.receive_datagram(*ack_to(p0["spdcid"], p0["psn"], ack_psn=p0["psn"], mpr=1), 1e-5)
-    ep.send_message(B, bytes(256 * 1000))
+    send(ep, B, bytes(256 * 1000))
     sent = out(ep, 2e-5)
     top = max(p[0]["pds"]["psn"] for p in sent)
     assert top - p0["psn"] == 128  # CACK + 1 * 128
@@ -108,17 +109,16 @@ def test_c2_mpr_limits_psns_beyond_cack():
 
 def test_c2_cack_completes_messages_sack_does_not():
     ep = initiator()
-    ep.send_message(B, bytes(4096 * 2))
+    h = send(ep, B, bytes(4096 * 2))
     pkts = out(ep)
     p0 = pkts[0][0]["pds"]
     pdcid = p0["spdcid"]
     # SACK of both, CACK of neither: not complete (C.4)
     ep.receive_datagram(*ack_to(pdcid, p0["psn"] - 1, ack_psn=p0["psn"] + 1, sack_base=p0["psn"],
                                 bitmap=0b11), 1e-5)
-    assert not [e for e in events(ep) if isinstance(e, SendComplete)]
+    assert ep.upper.completed == []
     ep.receive_datagram(*ack_to(pdcid, p0["psn"] + 1, ack_psn=p0["psn"] + 1), 2e-5)
-    done = [e for e in events(ep) if isinstance(e, SendComplete)]
-    assert done and done[0].nbytes == 8192
+    assert ep.upper.completed == [h]
 
 
 # --- C.3 ACK generation -----------------------------------------------------------------------------
@@ -154,8 +154,8 @@ def test_c3_plain_ack_type_configurable():
 
 def test_c3_initiator_sets_ar_on_eom_and_retransmissions_only():
     ep = initiator()
-    ep.send_message(B, bytes(4096 * 3))
-    ep.send_message(B, bytes(10))
+    send(ep, B, bytes(4096 * 3))
+    send(ep, B, bytes(10))
     ars = [p[0]["pds"]["ar"] for p in out(ep)]
     assert ars == [False, False, True, True]
 
@@ -180,7 +180,7 @@ def test_c4_sack_bitmap_bits_and_base_tracker():
 
 def test_c4_rto_on_sacked_only_sends_ack_req():
     ep = initiator()
-    ep.send_message(B, bytes(4096 * 2))
+    send(ep, B, bytes(4096 * 2))
     pkts = out(ep)
     p0 = pkts[0][0]["pds"]
     ep.receive_datagram(*ack_to(p0["spdcid"], p0["psn"] - 1, ack_psn=p0["psn"] + 1,
@@ -204,11 +204,11 @@ def test_c5_duplicate_resends_ack_and_is_not_delivered_twice():
     ep, pdcid = established_target()
     ep.receive_datagram(*request(S + 1, dpdcid=pdcid, ar=True, message_id=3), 0.0)
     out(ep)
-    assert len([e for e in events(ep) if isinstance(e, MessageDelivered)]) == 1
+    assert ep.upper.psns == [S, S + 1]
     ep.receive_datagram(*request(S + 1, dpdcid=pdcid, retx=True, ar=True, message_id=3), 0.0)
     ack = only(out(ep))[0]["pds"]
     assert ack["ack_psn"] == S + 1 and ack["cack_psn"] == S + 1 and ack["retx"]
-    assert not [e for e in events(ep) if isinstance(e, MessageDelivered)]
+    assert ep.upper.psns == [S, S + 1]
     assert ep.stats["dup_rx"] == 1
 
 
@@ -252,7 +252,7 @@ def test_c5_syn_with_other_start_psn_is_invalid_syn():
 
 def test_c5_rto_backoff_then_failure():
     ep = initiator(max_rto_retx=3, rto_initial=1e-3)
-    h = ep.send_message(B, bytes(100))
+    h = send(ep, B, bytes(100))
     first = only(out(ep))[0]["pds"]
     times = []
     for _ in range(10):
@@ -266,7 +266,7 @@ def test_c5_rto_backoff_then_failure():
             times.append(t)
             assert retx[0]["pds"]["psn"] == first["psn"] and retx[0]["pds"]["ar"]
     evs = events(ep)
-    assert any(isinstance(e, MessageFailed) and e.handle == h for e in evs)
+    assert [t for t, _ in ep.upper.failures] == [h]
     assert any(isinstance(e, PdcClosed) and e.error for e in evs)
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert len(times) == 3 and all(g2 > g1 * 1.5 for g1, g2 in zip(gaps, gaps[1:]))
@@ -274,7 +274,7 @@ def test_c5_rto_backoff_then_failure():
 
 def test_c5_tail_loss_probe_is_ack_req_for_newest():
     ep = initiator(rto_initial=10e-3, tail_loss_time=1e-3)
-    ep.send_message(B, bytes(4096 * 3))
+    send(ep, B, bytes(4096 * 3))
     pkts = out(ep)
     t = ep.get_timer()
     assert t == pytest.approx(1e-3)
@@ -294,7 +294,7 @@ def test_c5_ack_req_answered_with_ack_or_pkt_not_rcvd():
 
 def test_c5_sack_hole_fast_retransmit():
     ep = initiator()
-    ep.send_message(B, bytes(4096 * 8))
+    send(ep, B, bytes(4096 * 8))
     pkts = out(ep)
     p0 = pkts[0][0]["pds"]
     base = p0["psn"]
@@ -322,7 +322,7 @@ def test_b11_trimmed_nack_whatever_the_crc():
     assert n["spdcid"] == pdcid and n["dpdcid"] == SPDCID and m.dport == EV
     # the trimmed PSN was not recorded: the full copy is accepted
     ep.receive_datagram(data, meta, 0.0)
-    assert [e for e in events(ep) if isinstance(e, MessageDelivered)]
+    assert ep.upper.psns[-1] == S + 1
 
 
 RETX_NOW = ["TRIMMED", "TRIMMED_LASTHOP", "TRIMMED_ACK", "ROD_OOO", "PKT_NOT_RCVD", "ACK_WITH_DATA",
@@ -335,7 +335,7 @@ CLOSE = ["INV_DPDCID", "PDC_HDR_MISMATCH", "CLOSING", "CLOSING_IN_ERR", "GTD_RES
 
 def _one_outstanding():
     ep = initiator(rto_initial=50e-3)
-    h = ep.send_message(B, bytes(4096 * 2))
+    h = send(ep, B, bytes(4096 * 2))
     pkts = out(ep)
     return ep, h, pkts[0][0]["pds"]
 
@@ -367,7 +367,7 @@ def test_b11_close_pdc(name):
     ep, h, p0 = _one_outstanding()
     ep.receive_datagram(*nack_to(p0["spdcid"], p0["psn"], NC[name], spdcid=0), 1e-5)
     evs = events(ep)
-    assert any(isinstance(e, MessageFailed) and e.handle == h for e in evs)
+    assert [t for t, _ in ep.upper.failures] == [h]
     assert any(isinstance(e, PdcClosed) and e.error and name in e.reason for e in evs)
     assert out(ep, 1e-5) == []
 
@@ -375,7 +375,7 @@ def test_b11_close_pdc(name):
 def test_b11_rcvd_ses_procg_changes_nothing():
     ep, h, p0 = _one_outstanding()
     ep.receive_datagram(*nack_to(p0["spdcid"], p0["psn"], NC["RCVD_SES_PROCG"]), 1e-5)
-    assert out(ep, 1e-5) == [] and not events(ep)
+    assert out(ep, 1e-5) == [] and not events(ep) and not ep.upper.failures
 
 
 def test_b11_new_start_psn_rebases_and_resends():
@@ -424,7 +424,7 @@ def test_c7_close_then_closing_nack_beyond_close_psn():
 
 def test_c7_initiator_closes_only_when_all_acked():
     ep = initiator()
-    ep.send_message(B, bytes(100))
+    send(ep, B, bytes(100))
     p0 = only(out(ep))[0]["pds"]
     ep.close()
     assert out(ep) == []
@@ -439,25 +439,50 @@ def test_c7_initiator_closes_only_when_all_acked():
 # --- C.8 delivery modes -----------------------------------------------------------------------------
 
 def test_c8_rod_delivers_in_psn_order():
-    ep = target(packet_events=True)
+    ep = target()
     ep.receive_datagram(*request(S, syn=True, rod=True, ar=True, message_id=1), 0.0)
     out(ep)
     pdcid = [e for e in events(ep) if isinstance(e, PdcEstablished)][0].pdcid
     for i in (3, 2, 5, 1, 4):
         ep.receive_datagram(*request(S + i, dpdcid=pdcid, rod=True, message_id=1 + i), 0.0)
-    psns = [e.psn for e in events(ep) if isinstance(e, DataReceived)]
-    assert psns == [S + 1, S + 2, S + 3, S + 4, S + 5]
+    assert ep.upper.psns == [S, S + 1, S + 2, S + 3, S + 4, S + 5]
 
 
 def test_c8_rud_delivers_as_packets_arrive():
-    ep = target(packet_events=True)
+    ep = target()
     ep.receive_datagram(*request(S, syn=True, ar=True, message_id=1), 0.0)
     out(ep)
     pdcid = [e for e in events(ep) if isinstance(e, PdcEstablished)][0].pdcid
-    events(ep)
     for i in (3, 2, 1):
         ep.receive_datagram(*request(S + i, dpdcid=pdcid, message_id=1 + i), 0.0)
-    assert [e.psn for e in events(ep) if isinstance(e, DataReceived)] == [S + 3, S + 2, S + 1]
+    assert ep.upper.psns == [S, S + 3, S + 2, S + 1]
+
+
+def test_x3_a_response_rides_the_ack_of_its_psn_and_its_repeats():
+    """X3, A1: the upper layer's response goes at once on an ACK of its PSN (no AR needed), and
+    again on the ACK that answers a duplicate of that PSN."""
+    ep, pdcid = established_target()
+    ep.upper.respond[S + 1] = (4, b"R" * 12)
+    ep.receive_datagram(*request(S + 1, dpdcid=pdcid, message_id=2), 0.0)
+    (d, m), = ep.datagrams_to_send(0.0)
+    ack = decode(d, m)
+    assert ack["pds"]["ack_psn"] == S + 1 and ack["pds"]["next_hdr"] == 4
+    assert d[-16:-4] == b"R" * 12
+    ep.receive_datagram(*request(S + 1, dpdcid=pdcid, retx=True, message_id=2), 0.0)
+    (d2, _), = ep.datagrams_to_send(0.0)
+    assert d2[-16:-4] == b"R" * 12
+
+
+def test_w5_a_refused_request_stays_unreceived():
+    ep, pdcid = established_target()
+    ep.upper.admit_code = NC["NO_PKT_BUFFER"]
+    ep.receive_datagram(*request(S + 1, dpdcid=pdcid, ar=True, message_id=2), 0.0)
+    n = only(out(ep))[0]["pds"]
+    assert n["nack_code"] == NC["NO_PKT_BUFFER"] and n["nack_psn"] == S + 1
+    assert ep.upper.psns == [S]
+    ep.upper.admit_code = 0
+    ep.receive_datagram(*request(S + 1, dpdcid=pdcid, retx=True, ar=True, message_id=2), 0.0)
+    assert ep.upper.psns == [S, S + 1] and only(out(ep))[0]["pds"]["cack_psn"] == S + 1
 
 
 def test_c8_rod_without_buffer_nacks_rod_ooo():
@@ -466,21 +491,21 @@ def test_c8_rod_without_buffer_nacks_rod_ooo():
     assert only(out(ep))[0]["pds"]["nack_code"] == NC["ROD_OOO"]
 
 
-# --- message layer ----------------------------------------------------------------------------------
+# --- with the SES above (uet/host.py) ----------------------------------------------------------------
 
 def test_message_reassembly_out_of_order():
-    ep, pdcid = established_target()
+    ep, pdcid = established_target(host=True)
     msg = bytes(range(256)) * 40
     parts = [(0, msg[:4096]), (4096, msg[4096:8192]), (8192, msg[8192:])]
     for i, (off, chunk) in reversed(list(enumerate(parts))):
         ep.receive_datagram(*request(S + 1 + i, dpdcid=pdcid, payload=chunk, offset=off,
                                      total=len(msg), message_id=9), 0.0)
-    d = [e for e in events(ep) if isinstance(e, MessageDelivered)]
+    d = [e for e in events(ep) if isinstance(e, sev.MessageReceived)]
     assert len(d) == 1 and d[0].data == msg and d[0].message_id == 9
 
 
 def test_ses_error_is_answered_with_a_response_in_the_ack():
-    ep, pdcid = established_target(max_message_bytes=1000)
+    ep, pdcid = established_target(host=True, max_message_bytes=1000)
     ep.receive_datagram(*request(S + 1, dpdcid=pdcid, payload=bytes(100), total=5000), 0.0)
     layer = only(out(ep))[0]
     assert layer["pds"]["next_hdr"] == 4
@@ -488,7 +513,7 @@ def test_ses_error_is_answered_with_a_response_in_the_ack():
 
 
 def test_ses_resource_shortage_is_a_nack_and_psn_stays_unreceived():
-    ep, pdcid = established_target(max_rx_messages=1)
+    ep, pdcid = established_target(host=True, max_rx_messages=1)
     ep.receive_datagram(*request(S + 1, dpdcid=pdcid, payload=bytes(10), total=100, message_id=1), 0.0)
     ep.receive_datagram(*request(S + 2, dpdcid=pdcid, payload=bytes(10), total=100, message_id=2), 0.0)
     n = out(ep)[-1][0]["pds"]
@@ -496,8 +521,8 @@ def test_ses_resource_shortage_is_a_nack_and_psn_stays_unreceived():
 
 
 def test_small_header_for_single_packet_messages():
-    ep = initiator()
-    ep.send_message(B, b"hello")
+    ep = host_initiator()
+    ep.send(B, b"hello")
     layer = only(out(ep))[0]
     assert layer["pds"]["next_hdr"] == 1 and layer["ses"]["request_length"] == 5
     assert layer["payload_len"] == 5

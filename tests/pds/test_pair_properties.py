@@ -1,7 +1,8 @@
 """Property test: a PDC pair driven through arbitrary drop / reorder / duplicate / delay schedules.
 
-The layer above never sees corrupted or duplicated data, every message arrives once the network
-heals, and a lossless in-order run never retransmits.
+Two whole hosts (uet.host: the PDS with the SES above it) move SEND messages over one RUD or ROD
+PDC. The layer above never sees corrupted or duplicated data, every message arrives once the
+network heals (and its sender hears it complete), and a lossless in-order run never retransmits.
 """
 
 from __future__ import annotations
@@ -10,14 +11,23 @@ import hashlib
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from uet.pds import Endpoint, MessageDelivered, MessageFailed, PdcClosed, PdsConfig, SendComplete
+from uet.host import Host
+from uet.pds import PdsConfig
+from uet.ses import SesConfig
+from uet.ses.events import MessageReceived, OperationComplete, OperationFailed
 
 A, B = "10.0.0.1", "10.0.0.2"
 
 
-def _pair(mode, seed, mtu):
+def _pair(seed, mtu):
     cfg = dict(mtu=mtu, window_bytes=mtu * 16, rto_initial=1e-3, max_rto_retx=12, max_nack_retx=50)
-    return (Endpoint(A, PdsConfig(**cfg), seed=seed), Endpoint(B, PdsConfig(**cfg), seed=seed + 1))
+
+    def host(addr, s):
+        # every untagged SEND finds a receive at the target (M7 of uet/ses/target.py)
+        return Host(addr, pds=PdsConfig(**cfg), ses=SesConfig(mtu=mtu, auto_receive=True, seed=s),
+                    seed=s)
+
+    return host(A, seed), host(B, seed + 1)
 
 
 def _drain_events(ep, log):
@@ -26,11 +36,10 @@ def _drain_events(ep, log):
 
 
 def run_schedule(mode, sizes, actions, seed=0, mtu=512):
-    a, b = _pair(mode, seed, mtu)
+    a, b = _pair(seed, mtu)
     msgs = [bytes((i * 7 + j) & 255 for j in range(n)) for i, n in enumerate(sizes)]
-    for m in msgs:
-        a.send_message(B, m, mode=mode)
-    net = []  # (dst endpoint, data, meta)
+    handles = [a.send(B, m, mode=mode) for m in msgs]
+    net = []  # (dst host, data, meta)
     now = 0.0
     log_a, log_b = [], []
 
@@ -82,9 +91,9 @@ def run_schedule(mode, sizes, actions, seed=0, mtu=512):
         pump()
         _drain_events(a, log_a)
         _drain_events(b, log_b)
-        if sum(isinstance(e, SendComplete) for e in log_a) == len(msgs):
+        if sum(isinstance(e, (OperationComplete, OperationFailed)) for e in log_a) == len(msgs):
             break
-    return a, b, msgs, log_a, log_b
+    return a, b, msgs, handles, log_a, log_b
 
 
 ACTIONS = st.lists(st.tuples(st.sampled_from(["deliver", "deliver", "deliver", "drop", "dup",
@@ -92,24 +101,33 @@ ACTIONS = st.lists(st.tuples(st.sampled_from(["deliver", "deliver", "deliver", "
                    max_size=120)
 
 
+def _errors(*hosts):
+    return [(h.stats["internal_errors"], h.pds.last_error, h.pds.last_error_datagram,
+             h.ses.last_error) for h in hosts]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["rud", "rod"]), st.lists(st.integers(0, 3000), min_size=1, max_size=4),
        ACTIONS, st.integers(0, 2 ** 16))
 def test_arbitrary_schedules_deliver_exactly_once_intact(mode, sizes, actions, seed):
-    a, b, msgs, log_a, log_b = run_schedule(mode, sizes, actions, seed)
-    delivered = [e.data for e in log_b if isinstance(e, MessageDelivered)]
-    failed = [e for e in log_a if isinstance(e, MessageFailed)]
-    assert a.stats["internal_error"] == 0 and b.stats["internal_error"] == 0, (a.last_error, b.last_error)
+    a, b, msgs, handles, log_a, log_b = run_schedule(mode, sizes, actions, seed)
+    delivered = [e.data for e in log_b if isinstance(e, MessageReceived)]
+    failed = [e for e in log_a if isinstance(e, OperationFailed)]
+    assert a.stats["internal_errors"] == 0 and b.stats["internal_errors"] == 0, _errors(a, b)
     # never corrupted, never duplicated
     want = {hashlib.sha256(m).digest(): m for m in msgs}
     hashes = [hashlib.sha256(d).digest() for d in delivered]
     assert all(h in want for h in hashes), "corrupted data delivered"
     assert sorted(hashes) == sorted(set(hashes)) or len(set(map(bytes, msgs))) < len(msgs)
     assert len(delivered) <= len(msgs)
+    assert all(e.peer == A for e in log_b if isinstance(e, MessageReceived))
     if not failed:
         assert sorted(hashes) == sorted(hashlib.sha256(m).digest() for m in msgs)
         if mode == "rod":
-            assert delivered == msgs
+            assert [bytes(d) for d in delivered] == msgs
+        # and the sender heard each one complete, once (the old SendComplete)
+        done = [e.handle for e in log_a if isinstance(e, OperationComplete)]
+        assert sorted(done) == sorted(handles)
 
 
 @settings(max_examples=30, deadline=None)
@@ -117,7 +135,8 @@ def test_arbitrary_schedules_deliver_exactly_once_intact(mode, sizes, actions, s
        st.integers(0, 2 ** 16))
 def test_lossless_in_order_run_never_retransmits(mode, sizes, seed):
     actions = [("deliver", 0)] * 2000
-    a, b, msgs, log_a, log_b = run_schedule(mode, sizes, actions, seed)
+    a, b, msgs, handles, log_a, log_b = run_schedule(mode, sizes, actions, seed)
     assert a.stats["retransmissions"] == 0
     assert a.stats["rto"] == 0 and a.stats["tlp"] == 0
-    assert [e.data for e in log_b if isinstance(e, MessageDelivered)] == msgs
+    assert [bytes(e.data) for e in log_b if isinstance(e, MessageReceived)] == msgs
+    assert [e.handle for e in log_a if isinstance(e, OperationComplete)] == handles

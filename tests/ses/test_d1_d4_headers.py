@@ -4,7 +4,7 @@ request_length), bytes round trips, and the D.1 opcode coverage list."""
 from __future__ import annotations
 
 from uet.ses import SUPPORTED_OPCODES, UNSUPPORTED_OPCODES, SesConfig, SesEndpoint, decode_ses
-from uet.ses.endpoint import NH_MEDIUM, NH_SMALL, NH_STD
+from uet.ses.common import NH_MEDIUM, NH_SMALL, NH_STD
 from uet.wire.enums import SES_OPCODE
 
 
@@ -128,3 +128,42 @@ def test_s3_message_ids_are_not_reused_while_outstanding():
     a.send("b", b"2")
     ids = [p.message_id for p in a.packets_to_send()]
     assert ids == [65535, 1] and h1 == 1
+
+
+# --- the two forms of a cut message's headers (uet/ses/packets.py) -------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from uet.ses.packets import Message, cut  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 40_000), mtu=st.integers(64, 5000),
+       opcode=st.sampled_from([0x01, 0x05, 0x08, 0x09, 0x0B]),
+       ids=st.tuples(st.integers(0, (1 << 24) - 1), st.integers(0, 4095), st.integers(0, 4095),
+                     st.integers(0, (1 << 32) - 1)),
+       key=st.integers(0, (1 << 64) - 1), header_data=st.none() | st.integers(0, (1 << 64) - 1),
+       mid=st.integers(1, 0xFFFF), flags=st.tuples(st.booleans(), st.booleans()))
+def test_s1_packed_headers_equal_the_schema_encoded_ones(n, mtu, opcode, ids, key, header_data,
+                                                          mid, flags):
+    """S1: Message.header(k), packed from per-message constants (what the PDS sends), equals
+    the schema codec's encoding of Message.packet(k)'s fields (the readable form), for every k."""
+    job, pid, ri, initiator = ids
+    common = {"opcode": opcode, "job_id": job, "pid_on_fep": pid, "resource_index": ri,
+              "initiator": initiator, "rel": flags[0], "dc": flags[1]}
+    if opcode in (0x09, 0x0B):
+        keys = {"match_bits": key}
+    elif opcode == 0x08:
+        keys = {"memory_key": key, "initiator_restart_token": key & 0xFFFFFFFF,
+                "target_restart_token": key >> 32}
+    else:
+        keys = {"memory_key": key, "buffer_offset": key ^ 0x5555}
+    m = cut("peer", mid, bytes(n), mtu=mtu, small_header=False, common=common, key=keys,
+            header_data=header_data)
+    if not isinstance(m, Message):
+        return  # one packet: a single SesPacket, no packing to compare
+    assert m.count == -(-n // mtu)
+    for k in range(m.count):
+        p = m.packet(k)
+        assert m.header(k) == p.header_bytes(), k
+        assert bytes(m.payload_of(k)) == p.payload

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from uet.ses import MessageError, OperationComplete, OperationFailed, SesConfig, SesEndpoint
-from uet.ses.endpoint import NH_STD, SesPacket
+from uet.ses.common import NH_STD
+from uet.ses.packets import SesPacket
 from uet.wire.enums import RETURN_CODE
 
 from .helpers import only, pair, run

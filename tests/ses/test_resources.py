@@ -1,4 +1,4 @@
-"""Issue 11 items 2 and 3 for the SES (R1-R3 of uet/ses/endpoint.py): partial messages and their
+"""Issue 11 items 2 and 3 for the SES (R1-R3 of uet/ses/target.py): partial messages and their
 bytes are counted per peer, a transport can refuse beyond the limits (admit), and idle partial
 messages are dropped (expire) - so one address's never-finished messages cannot block the others.
 """
@@ -6,7 +6,8 @@ messages are dropped (expire) - so one address's never-finished messages cannot 
 from __future__ import annotations
 
 from uet import wire
-from uet.pds import DatagramMeta, Endpoint, PdsConfig, seal
+from uet.host import Host
+from uet.pds import DatagramMeta, seal
 from uet.ses import SesConfig, SesEndpoint
 from uet.ses import events as sev
 from uet.wire.build import uet_bytes
@@ -29,19 +30,23 @@ def test_r1_partial_messages_and_bytes_are_counted_per_peer():
         s.post_recv()
         f, _ = _std(mid, 1 << 30, b"x" * 100)  # a claim: only the 100 bytes are charged
         s.receive(3, f, None, b"x" * 100, peer="p", request_ref=mid)
-    assert s.budget.peer_messages("p") == 3 and s.budget.peer_bytes("p") == 300
+    # charged per reassembly chunk a byte landed in (uet.native.CHUNK_BYTES), not per claim
+    assert s.budget.peer_messages("p") == 3 and s.budget.peer_bytes("p") == 3 * (256 << 10)
     assert s.budget.peer_messages("q") == 0
 
 
 def test_r2_admit_refuses_beyond_the_per_peer_limits_only():
-    s = SesEndpoint(SesConfig(max_rx_messages_per_peer=2, rx_bytes_per_peer=1000))
+    chunk = 256 << 10
+    s = SesEndpoint(SesConfig(max_rx_messages_per_peer=2, rx_bytes_per_peer=2 * chunk))
     for mid in (1, 2):
-        f, raw = _std(mid, 5000, b"x" * 400)
+        s.post_recv()
+        f, raw = _std(mid, 2 * chunk, b"x" * 400)
         assert s.admit("p", 3, raw) == 0
         s.receive(3, f, None, b"x" * 400, peer="p")
     assert s.admit("p", 3, _std(3, 5000, b"x" * 10)[1]) == 0x09  # NO_SES_MSG_AVAIL
-    assert s.admit("p", 3, _std(1, 5000, b"y" * 400, offset=400)[1]) == 0x07  # NO_PKT_BUFFER
-    assert s.admit("p", 3, _std(1, 5000, b"y" * 100, offset=400)[1]) == 0
+    # the message's second chunk would exceed the peer's storage: NO_PKT_BUFFER
+    assert s.admit("p", 3, _std(1, 2 * chunk, b"y" * 400, offset=chunk)[1]) == 0x07
+    assert s.admit("p", 3, _std(1, 2 * chunk, b"y" * 100, offset=400)[1]) == 0  # chunk in use
     assert s.admit("q", 3, _std(3, 5000, b"x" * 400)[1]) == 0  # another peer
     assert s.admit("p", 3, _std(9, 10, b"x" * 10)[1]) == 0  # a whole message holds nothing
 
@@ -73,7 +78,7 @@ def _request(src: str, spdcid: int, mid: int, total: int, payload: bytes, psn: i
     return seal((uet_bytes(pds, ses, None, payload),), m), m
 
 
-def _nack_codes(ep: Endpoint, now: float = 0.0) -> list:
+def _nack_codes(ep: Host, now: float = 0.0) -> list:
     from uet.wire.packet import decode_uet
 
     return [decode_uet(d, None, trailer="none").layer["pds"].get("nack_code_name")
@@ -81,10 +86,10 @@ def _nack_codes(ep: Endpoint, now: float = 0.0) -> list:
 
 
 def test_never_finished_messages_from_one_address_do_not_block_another():
-    """With an SES attached (X2 of uet/pds/endpoint.py): one address opens never-finished
-    messages until refused; another address's multi-packet message still gets in."""
-    b = Endpoint(B, PdsConfig(), seed=2)
-    b.attach_ses(SesEndpoint(SesConfig(max_rx_messages_per_peer=8)))
+    """The SES as the PDS's upper layer (W5 of uet/pds/target.py): one address opens
+    never-finished messages until refused; another address's multi-packet message still gets
+    in."""
+    b = Host(B, ses=SesConfig(max_rx_messages_per_peer=8), seed=2)
     codes = []
     for i in range(1, 21):
         b.receive_datagram(*_request("10.0.0.66", i, i, 1 << 20, b"x" * 1000), 0.0)
@@ -94,10 +99,10 @@ def test_never_finished_messages_from_one_address_do_not_block_another():
     assert _nack_codes(b) == [None]
 
 
-def test_the_pds_sweep_expires_the_ses_partial_messages():
-    b = Endpoint(B, PdsConfig(), seed=2)
-    ses = SesEndpoint(SesConfig(partial_timeout=3.0))
-    b.attach_ses(ses)
+def test_the_host_sweep_expires_the_ses_partial_messages():
+    """H4 of uet/host.py."""
+    b = Host(B, ses=SesConfig(partial_timeout=3.0), seed=2)
+    ses = b.ses
     b.receive_datagram(*_request("10.0.0.66", 1, 1, 1 << 20, b"x" * 1000), 0.0)
     b.datagrams_to_send(0.0)
     assert ses.in_reassembly == 1

@@ -190,3 +190,25 @@ def test_c8_uud_non_datagram_dropped_and_counted():
     evs = run(lb)
     assert b.stats["uud_not_datagram"] == 1 and only(evs["b"], MessageError)
     assert bytes(b.regions[1].buffer) == bytes(8)
+
+
+def test_a_bug_in_rudi_or_uud_is_an_internal_error_not_bad_input():
+    """R3 of uet/pds/endpoint.py holds for the endpoints without PDCs too: an exception of their
+    own logic is counted as internal_errors (the host adds them up) and kept with the datagram."""
+    from uet.host import Host
+    from uet.pds import DatagramMeta, seal
+
+    h = Host("10.0.0.2")
+    h.rudi._receive = lambda *a, **k: (_ for _ in ()).throw(KeyError("bug"))
+    m = DatagramMeta("10.0.0.1", "10.0.0.2", 50000, 4793, 2, 0)
+    d = seal((bytes([4 << 3]) + bytes(40),), m)
+    h.receive_datagram(d, m, 0.0)
+    assert isinstance(h.rudi.last_error, KeyError) and h.rudi.last_error_datagram == d.hex()
+    sender = Host("10.0.0.1")
+    assert sender.uud.send_datagram("10.0.0.2", b"ses bytes")
+    (d, m), = sender.datagrams_to_send(0.0)
+    h.uud._events = None  # a bug: appending the delivery fails
+    h.receive_datagram(d, m, 0.0)
+    assert isinstance(h.uud.last_error, AttributeError) and h.uud.last_error_datagram == d.hex()
+    assert h.rudi.stats["malformed"] == h.uud.stats["malformed"] == 0
+    assert h.stats["internal_errors"] == 2

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from uet.pds import Endpoint, PdsConfig
 from uet.sim import SimConfig, run
 from uet.sim.command import main as sim_main
-from uet.sim.ses_ops import SesWorkload
+from uet.host import Host
+from uet.sim.workloads import Workload
 
 KB = 1024
 IMPAIRMENTS = {
@@ -60,16 +60,16 @@ def test_failed_fabric_fails_operations_not_silently():
 
 
 def test_the_checks_catch_wrong_results():
-    a, b = Endpoint("10.0.0.1", PdsConfig()), Endpoint("10.0.0.2", PdsConfig())
+    a, b = Host("10.0.0.1"), Host("10.0.0.2")
     msgs = [b"abcd" * 4, b"efgh" * 4]
-    wl = SesWorkload("write", msgs, a, b, "10.0.0.2", mtu=4096, mode="rud", seed=1)
+    wl = Workload("write", msgs, a, b, mode="rud")
     assert any("not complete" in s for s in wl.check())
     wl.pending.clear()
     assert any("memory differs" in s for s in wl.check())
     wl.mem[:] = b"".join(msgs)
     assert wl.check() == []
-    a, b = Endpoint("10.0.0.1", PdsConfig()), Endpoint("10.0.0.2", PdsConfig())
-    wl = SesWorkload("atomic", [b""] * 3, a, b, "10.0.0.2", mtu=4096, mode="rud", seed=1)
+    a, b = Host("10.0.0.1"), Host("10.0.0.2")
+    wl = Workload("atomic", [b""] * 3, a, b, mode="rud")
     wl.pending.clear()
     wl.mem[:] = (6).to_bytes(8, "little")
     hs = sorted(wl.handles)
@@ -113,7 +113,7 @@ def test_uud_lossless_delivers_all():
 
 def test_uud_duplicates_are_delivered_and_reported():
     """UUD has no PSN (B.14): a copy the network made arrives as a datagram (issue 11 item 10's
-    decision, uet/sim/ses_ops.py); the summary counts it, the run stays ok."""
+    decision, uet/sim/workloads.py); the summary counts it, the run stays ok."""
     r = run(SimConfig(bytes=64 * KB, op="send", mode="uud", seed=1, dup=0.5))
     assert r["ok"] and r["duplicates"] == r["duplicated"] > 0
 

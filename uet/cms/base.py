@@ -2,14 +2,16 @@
 
 The PDS calls the ``on_*`` hooks as it learns things and asks :meth:`can_send` before it puts a
 new or retransmitted request on the wire. Every hook takes ``now`` (seconds, the caller's clock);
-an algorithm never reads a clock itself. ``ack`` is the decoded ACK header (``pds.ack``,
-``pds.ack_cc`` or ``pds.ack_ccx`` fields), so an NSCC implementation can read ``service_time``,
-``rcv_cwnd_pend``, ``rcvd_bytes`` and the M flag (uet-facts.md B.8, E.1).
+an algorithm never reads a clock itself. ``ack`` is the ACK as the PDS read it
+(:class:`uet.pds.packets.Ack`: its flags, CACK, SACK and MPR by name); the NSCC state of ACK_CC
+(``service_time``, ``rcv_cwnd_pend``, ``rcvd_bytes``, uet-facts.md B.8, E.1) joins it when an
+algorithm reads it. The PDS calls every hook of whatever class it is given (no class is treated
+apart): tests/pds/test_interfaces.py records the calls.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 
 class CongestionControl:
@@ -34,7 +36,7 @@ class CongestionControl:
         pass
 
     def on_ack(self, now: float, acked_bytes: int, inflight_bytes: int,
-               ack: Mapping[str, Any] | None = None) -> None:
+               ack: Any = None) -> None:
         """Bytes newly acknowledged (CACK advanced or SACKed) by one ACK."""
 
     def on_ce(self, now: float, nbytes: int) -> None:

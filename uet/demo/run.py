@@ -65,7 +65,7 @@ import trio
 from ..io.endpoint import SendFailed, open_endpoint
 from ..net import NetConfig
 from ..payload import seeded_bytes
-from ..pds.endpoint import REQ_TYPES  # B.1 RUD/ROD requests (plain and CC)
+from ..wire.enums import REQUEST_TYPES  # B.1 RUD/ROD requests (plain and CC)
 
 RETX = 0x10                             # the RETX flag in byte 1 of a request's PDS header
 SETTLE_S = 1.0                          # longest wait for the counters to agree after a transfer
@@ -225,7 +225,7 @@ class SpuriousCounter:
         core.receive_datagram = self  # the instance attribute shadows the method
 
     def __call__(self, data: bytes, meta: Any, now: float) -> None:
-        if len(data) > 1 and data[1] & RETX and (data[0] >> 3) in REQ_TYPES:
+        if len(data) > 1 and data[1] & RETX and (data[0] >> 3) in REQUEST_TYPES:
             stats = self.core.stats
             before = stats["dup_rx"]
             self.inner(data, meta, now)

@@ -1,6 +1,7 @@
-"""The live endpoint: the sans-IO PDS core (:mod:`uet.pds`) on real UDP sockets, driven by trio.
+"""The live endpoint: a sans-IO :class:`uet.host.Host` (PDS, RUDI, UUD and the SES) on real UDP
+sockets, driven by trio; the socket engine is :mod:`uet.io.engine`, the API this module.
 
-This module (with :mod:`uet.io.command`) is the only place trio appears (design.md principle 3).
+This package (:mod:`uet.io`) is the only place trio appears (design.md principle 3).
 
 Sockets
   * one *UET-port socket* (``bind``, default UDP 4793): requests from initiators arrive here, and
@@ -40,33 +41,29 @@ Choices (documented here because the facts are silent)
     itself) is sent from the entropy socket ``sport % paths`` and its trailer is recomputed, as a
     NAT would (design.md "Defaults").
 
-SES operations (``open_endpoint(..., ses=True)``; issue 6)
-  * The endpoint gets a :class:`uet.ses.SesEndpoint` and drives it the way the simulator's
-    :class:`uet.sim.ses_ops.MuxEndpoint` does (its sorting of arriving datagrams is reused: types 4
-    and 5 and NACK with NT = 1 to a RudiEndpoint, 6 to a UudEndpoint, the rest to the PDS core,
-    M1 of uet/sim/ses_ops.py). The SES is attached to the core (X1-X6 of uet/pds/endpoint.py)
-    through a view whose queue this module fills, so that each operation picks its delivery mode
-    per call: "rud" / "rod" (PDCs of that mode), "rudi" (write and read only, C.8; split here
-    into single-packet operations of at most ``mtu`` bytes) and UUD for :meth:`LiveEndpoint.
-    datagram`. Packets the SES makes on its own (read data, DEFERRABLE_RTR at the target) go over
-    ``ses_mode`` (default "rud"; choice: the facts do not tie a response's PDC to the request's).
+Messages and SES operations (uet/host.py H2)
+  * :meth:`LiveEndpoint.send` is an SES SEND (D.1) over the mode it names ("rud" or "rod"); it
+    completes when the target's response arrives (placed: C.3, D.7). The receiving SES keeps an
+    untagged receive posted for every SEND (M7 of uet/ses/target.py: ``auto_receive``), so
+    every message comes out of :meth:`LiveEndpoint.receive`.
+  * The other operations pick their delivery mode per call: "rud" / "rod" (PDCs of that mode),
+    "rudi" (write and read only, C.8; split here into single-packet operations of at most
+    ``mtu`` bytes) and UUD for :meth:`LiveEndpoint.datagram`. Packets the SES makes on its own
+    (read data, DEFERRABLE_RTR at the target) go over ``ses_mode`` (default "rud"; choice: the
+    facts do not tie a response's PDC to the request's).
   * API: ``write``, ``read``, ``atomic``, ``cswap``, ``tsend``, ``ses_send`` (awaitable, raise
     :class:`SesFailed` with the return code name, e.g. BAD_MKEY), ``datagram``; target side
-    ``register``, ``deregister``, ``post_recv``. :meth:`LiveEndpoint.receive` returns SES
-    messages too (``tag`` set for tagged ones, ``op`` "send", "tsend" or "datagram"). With an SES
-    attached every arriving SEND goes through it (X2), so untagged messages need an untagged
-    posted receive: ``auto_recv`` (default 16) of them are kept posted, so that plain
-    :meth:`LiveEndpoint.send` keeps arriving at :meth:`receive`. Target-side completions
-    (RmaWriteDone, RmaReadDone, AtomicDone, MessageError, RecvFailed) are kept in
-    :attr:`LiveEndpoint.ses_events` (the last 1024).
-  * Without ``ses`` nothing above exists: the core is driven directly, as before.
+    ``register``, ``deregister``, ``post_recv``. :meth:`LiveEndpoint.receive` returns tagged
+    messages and datagrams too (``tag`` set for tagged ones, ``op`` "send", "tsend" or
+    "datagram"). Target-side completions (RmaWriteDone, RmaReadDone, AtomicDone, MessageError,
+    RecvFailed) are kept in :attr:`LiveEndpoint.ses_events` (the last 1024).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
+import random
 import socket
 from collections import Counter, deque
 from contextlib import asynccontextmanager
@@ -76,17 +73,23 @@ from typing import Any, AsyncIterator, Sequence
 import trio
 
 from .. import UET_UDP_PORT
+from ..host import Host, with_port
 from ..multipath import RandomSpray, RoundRobinSpray
-from ..pds import (DatagramMeta, Endpoint, MessageDelivered, MessageFailed, PdcClosed,
-                   PdcEstablished, PdsConfig, SendComplete, seal)
+from ..pds import PdcClosed, PdcEstablished, PdsConfig
+from ..pds.rudi import RudiConfig
+from ..ses import SesConfig
+from ..ses import events as sev
+from ..ses.common import rc_name
+from ..wire.enums import AMO_DATATYPE, AMO_OPCODE
 from . import sockets as S
-from ._ses import AMO_BY_NAME, DT_BY_NAME, SesHost, rc_name, ses_config
+from .engine import SocketEngine, _Sock
 
-INF = math.inf
 OP_MODES = ("rud", "rod", "rudi")  # delivery modes of SES operations (UUD: datagram only, C.8)
 RUDI_WINDOW = 256  # single-packet RUDI operations of one read/write outstanding at once
-REQ_TYPES = frozenset((2, 3, 13, 14))  # B.1 RUD/ROD requests (plain and CC)
-MSG_TRUNC = int(socket.MSG_TRUNC)
+AMO_BY_NAME = {v: k for k, v in AMO_OPCODE.table.items()}
+DT_BY_NAME = {v: k for k, v in AMO_DATATYPE.table.items()}
+# RUDI timers for a Python endpoint (the C.9 1 ms suits hardware; a live round trip is ms)
+LIVE_RUDI = {"rto": 50e-3, "rto_max": 1.0, "max_retx": 8, "nack_retx_time": 50e-3}
 
 # PdsConfig values for a live endpoint when no ``config`` is given (keyword fields still win).
 # The core's defaults (C.9: RTO_INIT 1 ms, floor 200 us) suit hardware and the simulator; a Python
@@ -98,10 +101,6 @@ MSG_TRUNC = int(socket.MSG_TRUNC)
 # 200 ms keep RTO for real losses; RACK and tail-loss probes (I7, I9) still recover holes
 # within about one RTT.
 LIVE_DEFAULTS: dict[str, Any] = {"rto_initial": 250e-3, "rto_min": 200e-3}
-# Hand delivered messages up without copying them (a 64 MiB copy is another such pause), when the
-# core offers it; Message.data is then the reassembly bytearray.
-if "zero_copy_delivery" in {f.name for f in dataclasses.fields(PdsConfig)}:
-    LIVE_DEFAULTS["zero_copy_delivery"] = True
 
 
 class SendFailed(Exception):
@@ -131,9 +130,10 @@ class SesFailed(SendFailed):
 class Message:
     """One delivered message: its bytes, the initiator's address and the ids that name it.
     ``data`` is bytes-like: bytes, or (multi-packet messages, no copy) the reassembly buffer, a
-    bytearray or a memoryview of its mapping (``bytes(m.data)`` makes a copy).
-    Through the SES (``ses=True``): ``tag`` is the match bits of a tagged send (None otherwise),
-    ``op`` "send", "tsend" or "datagram", ``pdcid`` 0."""
+    bytearray or a memoryview of its mapping (``bytes(m.data)`` makes a copy). ``message_id``
+    is the SES's (D.2), ``job_id``, ``pid_on_fep`` and ``resource_index`` what its header named;
+    ``tag`` the match bits of a tagged send (None otherwise); ``op`` "send", "tsend" or
+    "datagram". ``pdcid`` is 0: a message is not tied to one PDC (the SES may cut it over any)."""
     data: bytes | bytearray | memoryview
     peer: str
     pdcid: int
@@ -162,67 +162,25 @@ class _Waiter:
         self.error: SendFailed | None = None
 
 
-class _Sock:
-    __slots__ = ("sock", "family", "port", "local", "tos", "wildcard", "anc", "is_uet")
+class LiveEndpoint(SocketEngine):
+    """A UET host on UDP sockets. Make one with :func:`open_endpoint`."""
 
-    def __init__(self, sock: socket.socket, local: str, tos: int, is_uet: bool):
-        self.sock = sock
-        self.family = sock.family
-        self.port = sock.getsockname()[1]
-        self.local = local
-        self.tos = tos
-        self.wildcard = S.is_wildcard(local)
-        self.anc: dict[int, list] = {}
-        self.is_uet = is_uet
-
-    def cmsgs(self, tos: int, src: str) -> list:
-        if self.wildcard:
-            return [S.tos_cmsg(self.family, tos), S.src_cmsg(self.family, src)]
-        a = self.anc.get(tos)
-        if a is None:
-            a = self.anc[tos] = [S.tos_cmsg(self.family, tos)]
-        return a
-
-
-class LiveEndpoint:
-    """A PDS endpoint on UDP sockets. Make one with :func:`open_endpoint`."""
-
-    def __init__(self, core: Endpoint, uet_sock: _Sock | None, entropy: list[_Sock], *,
+    def __init__(self, host: Host, uet_sock: _Sock | None, entropy: list[_Sock], *,
                  peer_port: int, batch: int = 64, max_inbox: int = 1024,
-                 recv_bufsize: int = 65535, host: Any = None, auto_recv: int = 16):
-        self.core = core
-        #: the sans-IO object the sockets and the timer drive: the core, or (ses=True) the SesHost
-        self.host = host if host is not None else core
-        self.ses = getattr(host, "ses", None)
-        self._ses_waiters: dict[int, _Waiter] = {}
-        self._auto_recv: set[int] = set()
+                 recv_bufsize: int = 65535):
+        super().__init__(host, uet_sock, entropy, batch=batch, max_inbox=max_inbox,
+                         recv_bufsize=recv_bufsize)
+        #: the PDS endpoint (RUD/ROD PDCs) and the SES of the host
+        self.core = host.pds
+        self.ses = host.ses
         self.ses_events: deque = deque(maxlen=1024)
-        self.local = core.address
+        self.local = host.address
         self.peer_port = peer_port
-        self.uet_sock = uet_sock
-        self.entropy = entropy
-        self.socks = ([uet_sock] if uet_sock else []) + entropy
-        self._by_port: dict[int, _Sock] = {s.port: s for s in self.socks}
-        self.batch = batch
-        self.max_inbox = max_inbox
-        self.recv_bufsize = recv_bufsize
-        self.io: Counter = Counter()        # adapter counters (see :attr:`stats`)
-        self.tx_data_by_port: Counter = Counter()  # data requests sent per entropy port
         self.pdc_events: Counter = Counter()
-        self._waiters: dict[int, _Waiter] = {}
-        self._inbox: deque[Message] = deque()
-        self._inbox_event = trio.Event()
-        self._space = trio.Event()
-        self._wake = trio.Event()
-        self._armed = INF
-        self._backlog: deque = deque()
+        self._waiters: dict[int, _Waiter] = {}  # SES handle -> its waiter
+        self._sizes: dict[int, int] = {}        # send handle -> bytes (SendResult.nbytes)
         self._closed_waiters: list[trio.Event] = []
-        self._first_tx: float | None = None
-        self._clock = trio.current_time
         self.skip_close = False  # True: leave open_endpoint without closing the PDCs (C.7)
-        if self.ses is not None:
-            for _ in range(auto_recv):
-                self._auto_recv.add(self.ses.post_recv())
 
     # --- public API -----------------------------------------------------------------------
     @property
@@ -250,41 +208,47 @@ class LiveEndpoint:
     def send_nowait(self, dest: str | tuple, data: bytes, *, mode: str = "rud", job_id: int = 0,
                     pid_on_fep: int = 0, resource_index: int = 0, tc: int = 0, op: str = "send",
                     **ses: Any) -> int:
-        """Queue one message and start sending it; returns the handle :meth:`wait` takes.
+        """Queue one message (an SES SEND, D.1 0x05) and start sending it; returns the handle
+        :meth:`wait` takes. ``mode``: "rud" or "rod" (C.8); ``job_id``, ``pid_on_fep``,
+        ``resource_index``: the ids its header names (D.2); ``tc``: its PDC's traffic class.
 
-        ``op`` and further keyword arguments are reserved; only ``op="send"`` (SES SEND, D.1
-        0x05) is taken. The SES operations are methods of an endpoint opened with ``ses=True``:
-        :meth:`tsend`, :meth:`write`, :meth:`read`, :meth:`atomic`, :meth:`cswap`,
-        :meth:`ses_send`, :meth:`datagram`."""
+        ``op`` and further keyword arguments are reserved; only ``op="send"`` is taken. The
+        other SES operations are methods: :meth:`tsend`, :meth:`write`, :meth:`read`,
+        :meth:`atomic`, :meth:`cswap`, :meth:`datagram`."""
         if op != "send" or ses:
-            raise NotImplementedError(f"SES operation {op!r} {sorted(ses)} is not implemented yet; "
-                                      "only op='send'")
+            raise NotImplementedError(f"SES operation {op!r} {sorted(ses)} is not taken here; "
+                                      "only op='send' (the others are methods)")
+        if mode not in ("rud", "rod"):
+            raise ValueError(f"mode must be 'rud' or 'rod', not {mode!r}")
         host = self._dest(dest)
-        handle = self.core.send_message(host, data, mode=mode, job_id=job_id,
-                                        pid_on_fep=pid_on_fep, resource_index=resource_index, tc=tc)
+        handle = self.host.send(host, data, mode=mode, job_id=job_id, pid_on_fep=pid_on_fep,
+                                resource_index=resource_index, tc=tc)
         self._waiters[handle] = _Waiter()
+        self._sizes[handle] = len(data)
         self._service()
         return handle
 
     async def wait(self, handle: int) -> SendResult:
-        """Until the message is acknowledged (SendComplete); raises :class:`SendFailed`."""
+        """Until the message is placed at the target (its SES response arrived); raises
+        :class:`SendFailed` (:class:`SesFailed` with the return code) when it cannot be."""
         w = self._waiters.get(handle)
-        if w is None:
+        if w is None or handle not in self._sizes:
             raise KeyError(f"unknown or already collected send handle {handle}")
         try:
             await w.event.wait()
         finally:
             if w.event.is_set():
                 self._waiters.pop(handle, None)
+                self._sizes.pop(handle, None)
         if w.error is not None:
             raise w.error
         assert w.result is not None
         return w.result
 
     async def send(self, dest: str | tuple, data: bytes, *, mode: str = "rud", **kw: Any) -> SendResult:
-        """Send one message and return once every byte is acknowledged (C.2: CACK passed its last
-        PSN); raises :class:`SendFailed` when the core gives up. Use ``trio.fail_after`` for a
-        deadline. ``mode`` is the delivery mode of this message's PDC: "rud" or "rod" (C.8)."""
+        """Send one message and return once the target placed it (its response arrived, which
+        follows CACK of its last PSN, C.2); raises :class:`SendFailed` when the host gives up.
+        Use ``trio.fail_after`` for a deadline. ``mode``: "rud" or "rod" (C.8)."""
         return await self.wait(self.send_nowait(dest, data, mode=mode, **kw))
 
     async def receive(self) -> Message:
@@ -296,31 +260,22 @@ class LiveEndpoint:
     def receive_nowait(self) -> Message | None:
         return self._take() if self._inbox else None
 
-    # --- SES operations (ses=True) -----------------------------------------------------------
-    def _need_ses(self) -> Any:
-        if self.ses is None:
-            raise RuntimeError("this endpoint has no SES: open it with open_endpoint(..., ses=True)")
-        return self.ses
-
+    # --- SES operations --------------------------------------------------------------------
     def _start_op(self, mode: str, fn: Any, *args: Any, **kw: Any) -> int:
         """Start one SES operation whose packets go over ``mode``; returns its handle."""
         if mode not in OP_MODES:
             raise ValueError(f"mode must be one of {OP_MODES} (UUD: datagram()), not {mode!r}")
-        self._need_ses()
-        host = self.host
-        host.route()            # what the SES queued before goes its own way
-        handle = fn(*args, **kw)
-        host.route(mode)        # this operation's packets
-        self._ses_waiters[handle] = _Waiter()
+        handle = self.host.op(mode, fn, *args, **kw)
+        self._waiters[handle] = _Waiter()
         self._service()
         return handle
 
     async def _wait_op(self, handle: int) -> Any:
-        w = self._ses_waiters[handle]
+        w = self._waiters[handle]
         try:
             await w.event.wait()
         finally:  # the handles are not public: nobody waits again (a cancelled operation
-            self._ses_waiters.pop(handle, None)  # runs on; its result is dropped)
+            self._waiters.pop(handle, None)  # runs on; its result is dropped)
         if w.error is not None:
             raise w.error
         return w.result
@@ -342,7 +297,7 @@ class LiveEndpoint:
         """The (offset, length) pieces of one RMA operation, after checking it against the local
         limits before anything is sent: a length up to ``SesConfig.max_message_bytes``, a range
         inside 64-bit offsets. RUDI carries single-packet operations (C.8): mtu pieces."""
-        cfg = self._need_ses().config
+        cfg = self.ses.config
         if mode not in OP_MODES:
             raise ValueError(f"mode must be one of {OP_MODES} (UUD: datagram()), not {mode!r}")
         if not 0 <= n <= cfg.max_message_bytes:
@@ -369,7 +324,7 @@ class LiveEndpoint:
         """RMA WRITE of ``data`` at ``offset`` of the peer's region ``key``; returns the bytes
         placed (modified_length). ``mode``: "rud", "rod" or "rudi" (split into mtu pieces)."""
         host = self._dest(dest)
-        ses = self._need_ses()
+        ses = self.ses
         mv = memoryview(bytes(data))
         pieces = self._pieces(mode, offset, len(mv))
         rs = await self._run_pieces(
@@ -380,7 +335,7 @@ class LiveEndpoint:
                    mode: str = "rud") -> bytes:
         """RMA READ of ``length`` bytes at ``offset`` of the peer's region ``key``."""
         host = self._dest(dest)
-        ses = self._need_ses()
+        ses = self.ses
         pieces = self._pieces(mode, offset, length)
         rs = await self._run_pieces(mode, lambda o, n: ses.read(host, key, offset + o, n), pieces)
         return b"".join(bytes(r.data or b"") for r in rs)
@@ -392,7 +347,7 @@ class LiveEndpoint:
         (decoded by ``dtype``) when ``fetch``, else None. ``amo``/``dtype`` by name or code."""
         from ..ses import atomics
         host = self._dest(dest)
-        ses = self._need_ses()
+        ses = self.ses
         a, dt = _code(amo, AMO_BY_NAME), _code(dtype, DT_BY_NAME)
         self._no_rudi(mode, "atomic")
         h = self._start_op(mode, ses.atomic, host, key, offset, a, dt, operand, fetch=fetch)
@@ -408,7 +363,7 @@ class LiveEndpoint:
         """Compare-and-swap (fetching); returns the old value."""
         from ..ses import atomics
         host = self._dest(dest)
-        ses = self._need_ses()
+        ses = self.ses
         a, dt = _code(amo, AMO_BY_NAME), _code(dtype, DT_BY_NAME)
         self._no_rudi(mode, "cswap")
         r = await self._wait_op(self._start_op(mode, ses.cswap, host, key, offset, dt, compare,
@@ -420,7 +375,7 @@ class LiveEndpoint:
         """TAGGED_SEND: lands in the peer's first posted receive whose bits match; returns the
         bytes placed."""
         host = self._dest(dest)
-        ses = self._need_ses()
+        ses = self.ses
         self._no_rudi(mode, "tsend")
         h = self._start_op(mode, ses.tsend, host, data, match_bits, header_data=header_data)
         return (await self._wait_op(h)).modified_length
@@ -428,7 +383,7 @@ class LiveEndpoint:
     async def ses_send(self, dest: str | tuple, data: bytes, *, mode: str = "rud") -> int:
         """SES SEND (untagged) with a response: completes when the target placed it."""
         host = self._dest(dest)
-        ses = self._need_ses()
+        ses = self.ses
         self._no_rudi(mode, "send")
         return (await self._wait_op(self._start_op(mode, ses.send, host, data))).modified_length
 
@@ -436,25 +391,23 @@ class LiveEndpoint:
         """DATAGRAM_SEND over UUD (B.14, C.8): one packet of at most mtu bytes, no response, no
         retransmission; the peer's :meth:`receive` gets it (``op`` "datagram") unless lost."""
         host = self._dest(dest)
-        ses = self._need_ses()
-        self.host.route()
-        ses.datagram(host, data)
-        self.host.route("uud")
+        ses = self.ses
+        self.host.op("uud", ses.datagram, host, data)
         self._service()
 
     def register(self, key: int, buffer: bytearray, **perm: Any) -> Any:
         """Expose ``buffer`` (a bytearray, used in place) to the peers' RMA and atomics under
         memory key ``key``; ``perm``: readable, writable, atomic (True), base (0)."""
-        return self._need_ses().register(key, buffer, **perm)
+        return self.ses.register(key, buffer, **perm)
 
     def deregister(self, key: int) -> None:
-        self._need_ses().deregister(key)
+        self.ses.deregister(key)
 
     def post_recv(self, capacity: int | None = None, *, match_bits: int | None = None,
                   ignore_bits: int = 0) -> int:
         """Post a receive (tagged with ``match_bits``); the message that matches it comes out of
         :meth:`receive`. Returns its handle."""
-        h = self._need_ses().post_recv(capacity, match_bits=match_bits, ignore_bits=ignore_bits)
+        h = self.ses.post_recv(capacity, match_bits=match_bits, ignore_bits=ignore_bits)
         self._service()  # it may have matched an unexpected message
         return h
 
@@ -463,46 +416,28 @@ class LiveEndpoint:
         if mode == "rudi":
             raise ValueError(f"{what} is not idempotent: RUDI carries write and read only (C.8)")
 
-    def _ses_event(self, e: Any) -> None:
-        from ..ses import events as sev
+    def _on_ses_event(self, e: Any) -> None:
         if isinstance(e, sev.OperationComplete):
-            w = self._ses_waiters.get(e.handle)
+            w = self._waiters.get(e.handle)
             if w is not None:
-                w.result = e
+                n = self._sizes.get(e.handle)
+                w.result = e if n is None else SendResult(e.handle, n, 0, e.message_id)
                 w.event.set()
         elif isinstance(e, sev.OperationFailed):
-            self.io["ses_failed"] += 1
-            w = self._ses_waiters.get(e.handle)
+            self.io["send_failed" if e.handle in self._sizes else "ses_failed"] += 1
+            w = self._waiters.get(e.handle)
             if w is not None:
                 w.error = SesFailed(e.op, e.return_code, e.reason, e.handle)
                 w.event.set()
         elif isinstance(e, sev.MessageReceived):
-            if e.recv_handle in self._auto_recv:
-                self._auto_recv.discard(e.recv_handle)
-                self._auto_recv.add(self.ses.post_recv())
-            self._deliver(Message(e.data, str(e.peer), 0, e.message_id, tag=e.tag,
+            self._deliver(Message(e.data, str(e.peer), 0, e.message_id, e.job_id, e.pid_on_fep,
+                                  e.resource_index, tag=e.tag,
                                   op="send" if e.tag is None else "tsend"))
         elif isinstance(e, sev.DatagramReceived):
             self._deliver(Message(e.data, str(e.peer), 0, 0, op="datagram"))
         else:
             self.io["ses_" + type(e).__name__] += 1
             self.ses_events.append(e)
-
-    def _deliver(self, m: Message) -> None:
-        self._inbox.append(m)
-        self.io["delivered"] += 1
-        if not self._inbox_event.is_set():
-            self._inbox_event.set()
-        if len(self._inbox) >= self.max_inbox and self._space.is_set():
-            self._space = trio.Event()
-
-    def _take(self) -> Message:
-        m = self._inbox.popleft()
-        if not self._inbox:
-            self._inbox_event = trio.Event()
-        if len(self._inbox) < self.max_inbox and not self._space.is_set():
-            self._space.set()
-        return m
 
     async def close_pdcs(self, dest: str | tuple | None = None) -> None:
         """Close our initiator PDCs (to ``dest``, or all) once everything is acknowledged (C.7:
@@ -519,153 +454,35 @@ class LiveEndpoint:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """The core's counters (``Endpoint.stats``), the NACKs sent and received by code name,
-        the live PDC count, ``paths_used`` (entropy ports that carried data requests) and the
-        adapter's own counters as ``io_*``: datagrams sent and read, EAGAIN, send errors,
-        truncated datagrams, timer firings, reader pauses (full inbox), deliveries."""
-        d: dict[str, Any] = dict(self.core.stats)
+        """The host's counters (:attr:`uet.host.Host.stats`: the PDS's, with RUDI's and UUD's
+        folded in), the NACKs sent and received by code name, the live PDC count,
+        ``paths_used`` (entropy ports that carried data requests), the SES's, RUDI's and UUD's
+        own counters, and the adapter's as ``io_*``: datagrams sent and read, EAGAIN, send
+        errors, truncated datagrams, timer firings, reader pauses (full inbox), deliveries."""
+        host = self.host
+        d: dict[str, Any] = dict(host.stats)
         d.update({f"io_{k}": v for k, v in self.io.items()})
-        d["nacks_sent"] = dict(self.core.nacks_sent)
-        d["nacks_rcvd"] = dict(self.core.nacks_rcvd)
+        d["nacks_sent"] = dict(host.nacks_sent)
+        d["nacks_rcvd"] = dict(host.nacks_rcvd)
         d["pdcs"] = len(self.core.pdcs())
         d["paths_used"] = sum(1 for v in self.tx_data_by_port.values() if v)
-        if self.ses is not None:
-            d["ses"] = dict(self.ses.stats)
-            d["rudi"] = dict(self.host.rudi.stats)
-            d["uud"] = dict(self.host.uud.stats)
-            d["ses_host"] = dict(self.host.counts)
+        d["ses"] = dict(self.ses.stats)
+        d["rudi"] = dict(host.rudi.stats)
+        d["uud"] = dict(host.uud.stats)
+        d["ses_host"] = dict(host.counts)
         return d
 
     @property
     def first_tx_time(self) -> float | None:
         return self._first_tx
 
-    # --- the engine (synchronous parts: no await per datagram) ----------------------------
-    def _drain(self, s: _Sock, limit: int) -> int:
-        core_rx = self.host.receive_datagram
-        recv = s.sock.recvmsg
-        bufsize = self.recv_bufsize
-        clock = self._clock
-        lport = s.port
-        local = s.local
-        fam = s.family
-        wildcard = s.wildcard
-        simple = not wildcard and fam == socket.AF_INET
-        Meta = DatagramMeta
-        n = 0
-        while n < limit:
-            try:
-                data, anc, flags, addr = recv(bufsize, S.ANC_SIZE)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                self.io["rx_errors"] += 1
-                n += 1
-                continue
-            n += 1
-            if flags & MSG_TRUNC:
-                self.io["rx_truncated"] += 1
-                continue
-            if simple:
-                tos = anc[0][2][0] if anc and anc[0][1] == S.IP_TOS and anc[0][2] else 0
-                dst = local
-            else:
-                tos, dst = S.parse_anc(anc, fam)
-                if dst is None:
-                    dst = local
-            core_rx(data, Meta(addr[0], dst, addr[1], lport, tos & 3, tos >> 2), clock())
-        self.io["rx_datagrams"] += n
-        return n
-
-    def _send_batch(self, out: Sequence[tuple[bytes, DatagramMeta]], start: int = 0) -> None:
-        by_port = self._by_port
-        io = self.io
-        tx_data = self.tx_data_by_port
-        backlog = self._backlog
-        sent = 0
-        n = len(out)
-        i = start
-        while i < n:
-            data, meta = out[i]
-            s = by_port.get(meta.sport)
-            if s is None:
-                data, meta, s = self._renat(data, meta)
-            tos = (meta.dscp << 2) | meta.ecn
-            try:
-                if tos == s.tos and not s.wildcard:
-                    s.sock.sendto(data, (meta.dst, meta.dport))
-                else:
-                    s.sock.sendmsg([data], s.cmsgs(tos, meta.src), 0, (meta.dst, meta.dport))
-            except (BlockingIOError, InterruptedError):
-                io["tx_eagain"] += 1
-                backlog.extend(out[i:])
-                if not self._wake.is_set():
-                    self._wake.set()
-                break
-            except OSError:
-                io["tx_errors"] += 1
-            else:
-                sent += 1
-                if data and (data[0] >> 3) in REQ_TYPES:
-                    tx_data[s.port] += 1
-            i += 1
-        if sent:
-            io["tx_datagrams"] += sent
-            if self._first_tx is None:
-                self._first_tx = self._clock()
-
-    def _renat(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, DatagramMeta, _Sock]:
-        pool = self.entropy or self.socks
-        s = pool[meta.sport % len(pool)]
-        self.io["tx_renat"] += 1
-        m2 = DatagramMeta(meta.src, meta.dst, s.port, meta.dport, meta.ecn, meta.dscp)
-        return seal((data[:-4],), m2), m2, s
-
-    def _service(self, rearm: bool = True) -> None:
-        """Send what the core has, dispatch its events, re-arm the timer if it moved earlier."""
-        core = self.host
-        if self._backlog:
-            self.io["tx_deferred"] += 1
-        else:
-            out = core.datagrams_to_send(self._clock())
-            if out:
-                self._send_batch(out)
-        self._dispatch()
-        if rearm:
-            t = core.get_timer()
-            if t is not None and t < self._armed and not self._wake.is_set():
-                self._wake.set()
-
     def _dispatch(self) -> None:
-        core = self.core
         ses = self.ses
-        if ses is not None:
-            while (se := ses.next_event()) is not None:
-                self._ses_event(se)
-        while True:
-            e = core.next_event()
-            if e is None:
-                return
-            if isinstance(e, MessageDelivered):
-                self._inbox.append(Message(e.data, e.peer, e.pdcid, e.message_id, e.job_id,
-                                           e.pid_on_fep, e.resource_index))
-                self.io["delivered"] += 1
-                if not self._inbox_event.is_set():
-                    self._inbox_event.set()
-                if len(self._inbox) >= self.max_inbox and self._space.is_set():
-                    self._space = trio.Event()
-            elif isinstance(e, SendComplete):
-                w = self._waiters.get(e.handle)
-                if w is not None:
-                    w.result = SendResult(e.handle, e.nbytes, e.pdcid, e.message_id)
-                    w.event.set()
-            elif isinstance(e, MessageFailed):
-                w = self._waiters.get(e.handle)
-                self.io["send_failed"] += 1
-                if w is not None:
-                    w.error = SendFailed(e.reason, e.handle)
-                    w.event.set()
-            elif isinstance(e, PdcEstablished):
+        while (se := ses.next_event()) is not None:
+            self._on_ses_event(se)
+        core = self.core
+        while (e := core.next_event()) is not None:
+            if isinstance(e, PdcEstablished):
                 self.pdc_events[f"established_{e.role}"] += 1
             elif isinstance(e, PdcClosed):
                 self.pdc_events[f"closed_{e.role}{'_error' if e.error else ''}"] += 1
@@ -673,66 +490,6 @@ class LiveEndpoint:
                     ws, self._closed_waiters = self._closed_waiters, []
                     for w in ws:
                         w.set()
-
-    # --- the engine (tasks) ---------------------------------------------------------------
-    async def _reader(self, s: _Sock) -> None:
-        wait_readable = trio.lowlevel.wait_readable
-        checkpoint = trio.lowlevel.checkpoint
-        batch = self.batch
-        while True:
-            await wait_readable(s.sock)
-            while True:
-                while len(self._inbox) >= self.max_inbox:
-                    self.io["rx_paused"] += 1
-                    await self._space.wait()
-                n = self._drain(s, batch)
-                self._service()
-                if n < batch:
-                    break
-                await checkpoint()
-
-    async def _timers(self) -> None:
-        core = self.host
-        clock = self._clock
-        floor = -INF
-        while True:
-            if self._backlog:
-                await self._flush_backlog()
-                continue
-            t = core.get_timer()
-            if t is not None and t < floor:
-                t = floor  # a deadline that handle_timer did not move: no busy loop
-            self._armed = INF if t is None else t
-            if not self._wake.is_set():
-                with trio.move_on_at(self._armed):
-                    await self._wake.wait()
-            self._wake = trio.Event()
-            now = clock()
-            t = core.get_timer()
-            if t is not None and t <= now:
-                core.handle_timer(now)
-                self.io["timer_fired"] += 1
-                t2 = core.get_timer()
-                if t2 is not None and t2 <= now:
-                    floor = now + 200e-6
-            self._service(rearm=False)
-
-    async def _flush_backlog(self) -> None:
-        bl = self._backlog
-        while bl:
-            data, meta = bl[0]
-            s = self._by_port.get(meta.sport) or (self.entropy or self.socks)[
-                meta.sport % len(self.entropy or self.socks)]
-            with trio.move_on_after(0.05) as cs:
-                await trio.lowlevel.wait_writable(s.sock)
-            if cs.cancelled_caught:  # the datagram is lost; the core retransmits
-                self.io["tx_dropped"] += 1
-                bl.popleft()
-                continue
-            items = list(bl)
-            bl.clear()
-            self._send_batch(items)
-        self._service(rearm=False)
 
 
 def _code(v: str | int, names: dict[str, int]) -> int:
@@ -763,24 +520,27 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                         entropy_ports: Sequence[int] | None = None, zero_checksum: bool = True,
                         rcvbuf: int = 8 << 20, sndbuf: int = 4 << 20, batch: int = 64,
                         max_inbox: int = 1024, close_timeout: float = 1.0,
-                        ses: Any = False, ses_mode: str = "rud", auto_recv: int = 16,
-                        rudi_config: Any = None, **config_fields: Any) -> AsyncIterator[LiveEndpoint]:
+                        ses: SesConfig | bool | None = None, ses_mode: str = "rud",
+                        auto_recv: int = 16, rudi_config: RudiConfig | None = None,
+                        **config_fields: Any) -> AsyncIterator[LiveEndpoint]:
     """Open a live endpoint; ``async with open_endpoint(("127.0.0.1", 4793)) as ep:``.
 
     ``bind``: (address, port) of the UET-port socket that serves initiators (port 0 = ephemeral;
     None = send only, no serving socket). ``paths``: entropy sockets (entropy values), or
     ``entropy_ports`` to bind given source ports. ``local``: the address the entropy sockets bind
-    and the core calls its own (default: the bind address, or the route source towards ``peer``,
+    and the host calls its own (default: the bind address, or the route source towards ``peer``,
     or loopback). ``peer_port``: the UET port of the peers this endpoint sends to (default: the
     bound port, else 4793). ``config`` / keyword ``config_fields``: :class:`PdsConfig` (the
     ``port`` and ``entropy_factory`` fields are set here). ``spray``: "rr" or "random" over the
     entropy sockets. ``zero_checksum``: UDP checksum 0 (IPv4 SO_NO_CHECK, IPv6
-    UDP_NO_CHECK6_TX); False lets the kernel compute it. ``seed``: the core's random choices
-    (start PSNs, first PDCID); default random, so that endpoints sharing an address differ. On a normal exit the initiator PDCs are
-    closed (C.7) for at most ``close_timeout`` seconds. ``ses``: True or a
-    :class:`uet.ses.SesConfig` gives the endpoint an SES (module docstring "SES operations");
-    ``ses_mode`` the mode of the packets the SES makes on its own, ``auto_recv`` the untagged
-    receives kept posted, ``rudi_config`` a :class:`uet.pds.rudi.RudiConfig` (its port is set).
+    UDP_NO_CHECK6_TX); False lets the kernel compute it. ``seed``: the host's random choices
+    (start PSNs, first PDCID); default random, so that endpoints sharing an address differ. On a
+    normal exit the initiator PDCs are closed (C.7) for at most ``close_timeout`` seconds.
+    ``ses``: the :class:`uet.ses.SesConfig` of the host's SES (True, False or None: the
+    defaults; every endpoint has an SES, since messages are SES SENDs); ``auto_recv``: nonzero
+    gives every untagged SEND a receive (M7 of uet/ses/target.py), 0 leaves them to
+    :meth:`LiveEndpoint.post_recv`; ``ses_mode`` the mode of the packets the SES makes on its
+    own; ``rudi_config`` a :class:`uet.pds.rudi.RudiConfig` (its port and entropy are set).
     """
     if isinstance(bind, str):
         bind = S.parse_hostport(bind)
@@ -818,13 +578,18 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                                   entropy_values=len(values), **config_fields)
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "big")
-        core = Endpoint(local_addr, cfg, seed=seed)
-        host = None
-        if ses:
-            host = SesHost(core, ses_config(ses, cfg, seed), seed=seed, port=peer_port,
-                           entropy=values, rudi_config=rudi_config, ses_mode=ses_mode)
-        ep = LiveEndpoint(core, uet_sock, entropy, peer_port=peer_port, batch=batch,
-                          max_inbox=max_inbox, host=host, auto_recv=auto_recv)
+        # K1 of uet/ses/target.py: endpoints sharing an address (processes of one host) name
+        # themselves apart by a seeded-random initiator id, so their message ids cannot collide
+        sc = ses if isinstance(ses, SesConfig) else SesConfig(
+            mtu=min(4096, cfg.mtu), seed=seed & 0xFFFFFFFF,
+            initiator=random.Random(f"initiator:{seed}").getrandbits(32))
+        if auto_recv:
+            sc = dataclasses.replace(sc, auto_receive=True)
+        rc = with_port(rudi_config or RudiConfig(**LIVE_RUDI), peer_port, values, seed)
+        host = Host(local_addr, pds=cfg, ses=sc, rudi=rc, seed=seed, ses_mode=ses_mode,
+                    rudi_entropy=values)
+        ep = LiveEndpoint(host, uet_sock, entropy, peer_port=peer_port, batch=batch,
+                          max_inbox=max_inbox)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ep._timers)
             for s in ep.socks:
@@ -834,7 +599,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
             except BaseException:
                 nursery.cancel_scope.cancel()
                 raise
-            if not ep.skip_close and any(p.role == "initiator" for p in core.pdcs()):
+            if not ep.skip_close and any(p.role == "initiator" for p in host.pdcs()):
                 with trio.move_on_after(close_timeout):
                     await ep.close_pdcs()
             nursery.cancel_scope.cancel()

@@ -27,21 +27,7 @@ import warnings as _warnings
 
 from . import _twin
 
-__all__ = [
-    "BACKEND",
-    "crc32c",
-    "crc32c_prefix",
-    "crc32",
-    "roce_icrc",
-    "Reassembly",
-    "CHUNK_BYTES",
-    "PsnWindow",
-    "NEW",
-    "DUPLICATE",
-    "OUT_OF_WINDOW",
-    "psn_diff",
-    "psn_lt",
-]
+__all__ = ["BACKEND", "CHUNK_BYTES", *_twin.__all__]  # the backends' API is the twin's
 
 
 def _native_disabled() -> bool:

@@ -7,22 +7,12 @@ Same API and behaviour as ``uet.native._twin``; importing this module fails
 from __future__ import annotations
 
 from ._twin import DUPLICATE, NEW, OUT_OF_WINDOW, MAX_WINDOW
+from ._twin import __all__ as _twin_all
+from ._twin import message_buffer
 from ._uet_native import ffi as _ffi, lib as _lib
 
-__all__ = [
-    "crc32c",
-    "crc32c_prefix",
-    "crc32",
-    "roce_icrc",
-    "Reassembly",
-    "PsnWindow",
-    "NEW",
-    "DUPLICATE",
-    "OUT_OF_WINDOW",
-    "psn_diff",
-    "psn_lt",
-    "HAS_HW_CRC32C",
-]
+# the twin's API (the reference), and whether the CPU CRC instruction is used
+__all__ = [*_twin_all, "HAS_HW_CRC32C"]
 
 _from_buffer = _ffi.from_buffer
 _M32 = 0xFFFFFFFF
@@ -39,7 +29,7 @@ def _buf(data):
 
 
 def crc32c(
-    data, crc: int = 0, _c=_lib.uet_crc32c, _bytes=bytes, _fb=_from_buffer, _len=len
+    data, crc: int = 0, _c=_lib.uet_crc32c, _bytes=bytes, _len=len
 ) -> int:
     """CRC-32C (Castagnoli) of ``data``, chained from ``crc``.
 
@@ -48,10 +38,7 @@ def crc32c(
     """
     # bytes go straight to the C "char *" parameter (no copy, no from_buffer)
     if type(data) is not _bytes:
-        try:
-            data = _fb(data)
-        except (TypeError, BufferError):
-            data = _buf(data)
+        data = _buf(data)
     try:
         return _c(crc, data, _len(data))
     except OverflowError:
@@ -59,15 +46,12 @@ def crc32c(
 
 
 def crc32c_prefix(
-    data, length: int, crc: int = 0, _c=_lib.uet_crc32c, _bytes=bytes, _fb=_from_buffer
+    data, length: int, crc: int = 0, _c=_lib.uet_crc32c, _bytes=bytes
 ) -> int:
     """CRC-32C of the first ``length`` bytes of ``data`` (no copy of the prefix), chained from
     ``crc``. Raises ValueError when ``length`` is negative or beyond ``len(data)``."""
     if type(data) is not _bytes:
-        try:
-            data = _fb(data)
-        except (TypeError, BufferError):
-            data = _buf(data)
+        data = _buf(data)
     if not 0 <= length <= len(data):
         raise ValueError("crc32c_prefix: length %r outside 0..%d" % (length, len(data)))
     return _c(crc & _M32, data, length)
@@ -125,15 +109,9 @@ class Reassembly:
     __slots__ = ("_r", "_buf", "_view", "_cbuf", "_length")
 
     def __init__(self, length: int, buffer=None) -> None:
-        length = _index("length", length)
-        if length < 0:
-            raise ValueError("Reassembly: negative length")
-        self._length = length
-        if buffer is None:
-            buffer = bytearray(length)
-        elif len(buffer) != length:
-            raise ValueError("Reassembly: the buffer is not length bytes long")
-        self._buf = buffer  # the caller's (writable, length bytes) or our own zeroed one
+        self._length, buffer = message_buffer(length, buffer)
+        length = self._length
+        self._buf = buffer
         self._view = memoryview(buffer)  # pins a bytearray (no resize)
         self._cbuf = _from_buffer(buffer, require_writable=True)
         try:
@@ -170,7 +148,6 @@ class Reassembly:
         data,
         _place=_lib.uet_reasm_place,
         _bytes=bytes,
-        _fb=_from_buffer,
         _len=len,
     ) -> int:
         """Store ``data`` at ``offset``; return the number of NEW bytes stored.
@@ -180,10 +157,7 @@ class Reassembly:
         negative or ``offset + len(data)`` exceeds the message length.
         """
         if type(data) is not _bytes:
-            try:
-                data = _fb(data)
-            except (TypeError, BufferError):
-                data = _buf(data)
+            data = _buf(data)
         try:
             n = _place(self._r, offset, data, _len(data))
         except OverflowError:

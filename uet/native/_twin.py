@@ -182,32 +182,27 @@ def _check_index(name: str, value) -> int:
     return value
 
 
-class Reassembly:
-    """Place out-of-order payloads into a message buffer of known length.
+def message_buffer(length, buffer=None) -> tuple[int, object]:
+    """(length, buffer) of a one-buffer reassembly: the caller's buffer (writable, ``length``
+    bytes) or a zeroed one of our own."""
+    length = _check_index("length", length)
+    if length < 0:
+        raise ValueError("Reassembly: negative length")
+    if buffer is None:
+        buffer = bytearray(length)
+    elif len(buffer) != length:
+        raise ValueError("Reassembly: the buffer is not length bytes long")
+    return length, buffer
 
-    Tracks exactly which bytes arrived (here: a sorted list of disjoint,
-    non-adjacent received intervals).  A placement stores only the bytes that
-    had not arrived yet; bytes already present are never overwritten.
-    """
 
-    __slots__ = ("_length", "_buf", "_view", "_starts", "_ends", "_received")
+class MessageSpan:
+    """What every reassembly (this twin, the C one's wrapper, the chunked one of
+    :mod:`uet.native.reassembly`) says about its message: length, bytes received, and the check
+    of a byte range against it."""
 
-    def __init__(self, length: int, buffer=None) -> None:
-        length = _check_index("length", length)
-        if length < 0:
-            raise ValueError("Reassembly: negative length")
-        self._length = length
-        if buffer is None:
-            buffer = bytearray(length)
-        elif len(buffer) != length:
-            raise ValueError("Reassembly: the buffer is not length bytes long")
-        self._buf = buffer  # the caller's (writable, length bytes) or our own zeroed one
-        self._view = memoryview(buffer)
-        if self._view.readonly:
-            raise TypeError("Reassembly: the buffer must be writable")
-        self._starts: list[int] = []
-        self._ends: list[int] = []
-        self._received = 0
+    __slots__ = ()
+    _length: int
+    _received: int
 
     @property
     def length(self) -> int:
@@ -224,11 +219,6 @@ class Reassembly:
         """True once every byte of the message has arrived (at once for length 0)."""
         return self._received == self._length
 
-    @property
-    def buffer(self) -> memoryview:
-        """Writable memoryview of the whole message buffer."""
-        return self._view
-
     def _range(self, offset, length) -> tuple[int, int]:
         offset = _check_index("offset", offset)
         length = _check_index("length", length)
@@ -238,6 +228,31 @@ class Reassembly:
                 % (offset, length, self._length)
             )
         return offset, offset + length
+
+
+class Reassembly(MessageSpan):
+    """Place out-of-order payloads into a message buffer of known length.
+
+    Tracks exactly which bytes arrived (here: a sorted list of disjoint,
+    non-adjacent received intervals).  A placement stores only the bytes that
+    had not arrived yet; bytes already present are never overwritten.
+    """
+
+    __slots__ = ("_length", "_buf", "_view", "_starts", "_ends", "_received")
+
+    def __init__(self, length: int, buffer=None) -> None:
+        self._length, self._buf = message_buffer(length, buffer)
+        self._view = memoryview(self._buf)
+        if self._view.readonly:
+            raise TypeError("Reassembly: the buffer must be writable")
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._received = 0
+
+    @property
+    def buffer(self) -> memoryview:
+        """Writable memoryview of the whole message buffer."""
+        return self._view
 
     def place(self, offset: int, data) -> int:
         """Store ``data`` at ``offset``; return the number of NEW bytes stored.

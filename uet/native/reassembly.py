@@ -21,6 +21,8 @@ import operator
 import sys
 from typing import Any
 
+from ._twin import MessageSpan
+
 #: Default chunk size: the accounting granule, and the most a 1-byte packet can make a receiver
 #: charge. Small enough that scattered tiny packets pin little; a 64 MiB message is 256 chunks.
 CHUNK_BYTES = 256 << 10
@@ -38,7 +40,7 @@ def _lazy_buffer(length: int) -> Any:
         return mmap.mmap(-1, length)
 
 
-class Reassembly:
+class Reassembly(MessageSpan):
     """One message of known length; storage pages and tracking come as bytes land."""
 
     __slots__ = ("_length", "_chunk", "_engine", "_chunks", "_received", "_allocated", "_buf",
@@ -65,30 +67,9 @@ class Reassembly:
         self._view: memoryview | None = None
 
     @property
-    def length(self) -> int:
-        """Message length in bytes."""
-        return self._length
-
-    @property
-    def received(self) -> int:
-        """Distinct bytes received so far."""
-        return self._received
-
-    @property
-    def complete(self) -> bool:
-        return self._received == self._length
-
-    @property
     def allocated(self) -> int:
         """Bytes of the chunks a byte landed in (what the receiver charges)."""
         return self._allocated
-
-    def _range(self, offset: int, length: int) -> tuple[int, int]:
-        offset = operator.index(offset)
-        if offset < 0 or length < 0 or offset + length > self._length:
-            raise ValueError("Reassembly: range offset=%d length=%d outside message of %d bytes"
-                             % (offset, length, self._length))
-        return offset, offset + length
 
     def _engine_of(self, index: int) -> Any:
         e = self._chunks.get(index)

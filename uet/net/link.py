@@ -36,17 +36,10 @@ COUNTERS = ("received", "rx_bytes", "dropped", "loss_drops", "fail_drops", "over
             "trimmed", "ce_marked", "duplicated", "reordered", "corrupted")
 
 
-class Fate(tuple):
-    """What the link does with one datagram: ``(at, flags, corrupt, dup_at)``. ``at`` is None
-    when it is dropped (``drop`` names why); ``corrupt`` is (payload byte, bit) or None;
-    ``dup_at`` the arrival of a duplicate or None."""
-
-    __slots__ = ()
-
-    at = property(lambda self: self[0])
-    flags = property(lambda self: self[1])
-    corrupt = property(lambda self: self[2])
-    dup_at = property(lambda self: self[3])
+#: What the link does with one datagram: ``(at, flags, corrupt, dup_at)``. ``at`` is None when
+#: it is dropped (the link's counters say why); ``corrupt`` is (payload byte, bit) or None;
+#: ``dup_at`` the arrival of a duplicate or None. A plain tuple: one is made per datagram.
+Fate = tuple[float | None, int, tuple[int, int] | None, float | None]
 
 
 class Link:
@@ -127,7 +120,7 @@ class Link:
         self.busy = depart
         at = depart + self.delay
         if not self._tail:
-            return Fate((at, flags, None, None))
+            return at, flags, None, None
         corrupt = dup_at = None
         if self._corrupt and rng.random() < self._corrupt:
             corrupt = (rng.randrange((keep if flags & TRIMMED else n) or 1), rng.randrange(8))
@@ -139,13 +132,13 @@ class Link:
         if self._dup and rng.random() < self._dup:
             dup_at = at + rng.random() * self._rd
             self.duplicated += 1
-        return Fate((at, flags, corrupt, dup_at))
+        return at, flags, corrupt, dup_at
 
     def counters(self) -> dict[str, Any]:
         return {c: getattr(self, c) for c in COUNTERS}
 
 
-_DROPPED = Fate((None, 0, None, None))
+_DROPPED: Fate = (None, 0, None, None)
 
 
 def flip(data: bytes, corrupt: tuple[int, int]) -> bytes:

@@ -1,20 +1,30 @@
-"""Sans-IO packet delivery sublayer (PDS): RUD and ROD PDCs, uet-facts.md sections C.1-C.8.
+"""Sans-IO packet delivery sublayer (PDS): RUD and ROD PDCs (uet-facts.md C.1-C.8), RUDI and UUD.
 
->>> from uet.pds import Endpoint, DatagramMeta
->>> a, b = Endpoint("10.0.0.1"), Endpoint("10.0.0.2")
->>> h = a.send_message("10.0.0.2", b"hello")
+The PDS carries the bytes of the layer above (the SES) and never parses them:
 
-The rules the state machines follow are written at the top of :mod:`uet.pds.endpoint`.
+>>> from uet.pds import Endpoint
+>>> from uet.pds.upper import Accepting
+>>> ep = Endpoint("10.0.0.1", upper=Accepting())
+
+A whole host (PDS, RUDI, UUD and the SES) is :class:`uet.host.Host`. Module map: ``endpoint``
+(PDC registry, dispatch table), ``initiator`` and ``target`` (the two sides of a PDC and their
+rules), ``recovery`` (RTT, RACK, RTO, TLP), ``packets`` (one build and one parse per PDS packet),
+``reactions`` (the NACK table), ``upper`` (the seam to the SES), ``datagram`` (metadata and the
+CRC trailer), ``config``, ``events``, ``rudi`` and ``uud``.
 """
 
-from .config import CE, DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0, ECT1, NOT_ECT, DatagramMeta, PdsConfig
-from .endpoint import Endpoint, Initiator, Target, crc_seed, nack_name, pdiff, seal, trailer_ok
-from .events import (DataReceived, Event, MessageAcked, MessageDelivered, MessageFailed,
-                     PdcClosed, PdcEstablished, SendComplete)
+from .config import PdsConfig
+from .datagram import (CE, DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0, ECT1, NOT_ECT,
+                       DatagramMeta, seal, trailer_ok)
+from .endpoint import Endpoint
+from .events import Event, PdcClosed, PdcEstablished
+from .initiator import Initiator
+from .recovery import pdiff
+from .target import Target
+from ..wire.enums import nack_name
 
 __all__ = [
-    "CE", "DSCP_CONTROL", "DSCP_DATA", "DSCP_TRIMMED", "ECT0", "ECT1", "NOT_ECT", "DataReceived",
-    "DatagramMeta", "Endpoint", "Event", "Initiator", "MessageAcked", "MessageDelivered",
-    "MessageFailed", "PdcClosed", "PdcEstablished", "PdsConfig", "SendComplete", "Target",
-    "crc_seed", "nack_name", "pdiff", "seal", "trailer_ok",
+    "CE", "DSCP_CONTROL", "DSCP_DATA", "DSCP_TRIMMED", "ECT0", "ECT1", "NOT_ECT", "DatagramMeta",
+    "Endpoint", "Event", "Initiator", "PdcClosed", "PdcEstablished", "PdsConfig", "Target",
+    "nack_name", "pdiff", "seal", "trailer_ok",
 ]

@@ -53,24 +53,11 @@ class PdsConfig:
                                               # new SYN first frees target PDCs idle this long (s)
     max_pdcs_per_peer: int = 256              # T3: PDCs one peer address may hold (NO_PDC_AVAIL)
     refusal_nack_rate: float = 1000.0         # T3: NO_PDC_AVAIL NACKs per second per peer (0: all)
-    target_idle_timeout: float = 5.0          # T7: a target PDC holding a partial message that heard
-                                              # nothing this long is freed (its initiator is gone)
     first_pdcid: int | None = None            # C.1: None = a seeded random start, so that two
                                               # endpoints on one address do not collide
-    max_message_bytes: int = 1 << 30          # bound on one reassembly buffer (TOO_LONG beyond)
-    # W5 receive budget (uet.ses.budget): partial messages and reassembly storage, charged as
-    # chunks are allocated for bytes that arrived, never for a claimed length
-    max_rx_messages: int = 256                # partial messages, all peers (NO_SES_MSG_AVAIL)
-    max_rx_messages_per_peer: int = 64        # ... from one peer address
-    rx_buffer_limit: int = 2 << 30            # reassembly bytes, all peers (NO_PKT_BUFFER)
-    rx_buffer_per_peer: int = (1 << 30) + (256 << 20)  # ... one peer: a 1 GiB message + room
     max_resource_retx: int = 21               # I10: resends after resource NACKs (NO_PDC_AVAIL ...),
     resource_backoff_max: float = 1.0         # each nack_retx_time x 2^k, at most this (s): ~12 s
                                               # in all, longer than the target's reaping times
-    small_header: bool = True                 # design.md: SES small header when one packet fits
-    packet_events: bool = False               # emit DataReceived per delivered request
-    zero_copy_delivery: bool = False          # MessageDelivered.data: the reassembly buffer (a
-                                              # bytearray) instead of a bytes copy of it
     window_bytes: int = 1 << 20               # FixedWindow size
     spray: str = "rr"                         # rr | random | single
     entropy_values: int = 64

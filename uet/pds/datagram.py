@@ -1,10 +1,12 @@
 """What travels beside the UET bytes of a datagram (addresses, ports, ECN, DSCP), the code points
 the PDS uses, and the CRC-32C trailer sealed and checked for that addressing (A.3, through the one
-trailer context of :mod:`uet.wire.trailer`)."""
+trailer context of :mod:`uet.wire.trailer`), and the outbox of the endpoints without PDCs."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from .. import UET_UDP_PORT
 from ..wire.trailer import seal_udp, udp_trailer_ok
@@ -13,28 +15,50 @@ DSCP_DATA, DSCP_CONTROL, DSCP_TRIMMED = 0, 46, 11  # A.2, design.md "Defaults"
 NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
 
 
+@dataclass(slots=True, eq=True, repr=False)
 class DatagramMeta:
     """What travels beside the UET bytes: addresses, UDP ports (sport = entropy), ECN, DSCP."""
 
-    __slots__ = ("src", "dst", "sport", "dport", "ecn", "dscp")
-
-    def __init__(self, src: str, dst: str, sport: int, dport: int = UET_UDP_PORT, ecn: int = 0,
-                 dscp: int = 0):
-        self.src = src
-        self.dst = dst
-        self.sport = sport
-        self.dport = dport
-        self.ecn = ecn
-        self.dscp = dscp
+    src: str
+    dst: str
+    sport: int
+    dport: int = UET_UDP_PORT
+    ecn: int = 0
+    dscp: int = 0
 
     def __repr__(self) -> str:
         return (f"DatagramMeta({self.src}:{self.sport} -> {self.dst}:{self.dport}, dscp={self.dscp}, "
                 f"ecn={self.ecn})")
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DatagramMeta) and all(
-            getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
+class Outbox:
+    """The sans-IO plumbing of an endpoint without PDCs (RUDI, UUD): datagrams to send and
+    events, each taken once, and the bugs it kept."""
+
+    _tx: list[tuple[bytes, DatagramMeta]]
+    _events: deque
+    stats: Any
+    last_error: BaseException | None = None
+    last_error_datagram = ""
+
+    def _internal_error(self, exc: BaseException, data: Any) -> None:
+        """A bug, not bad input (R3 of uet/pds/endpoint.py): counted as ``internal_errors`` and
+        kept with the datagram in hex, never raised to the caller."""
+        self.stats["internal_errors"] += 1
+        self.last_error = exc
+        self.last_error_datagram = bytes(data).hex()
+
+    def next_event(self) -> Any:
+        return self._events.popleft() if self._events else None
+
+    def datagrams_to_send(self, now: float = 0.0) -> list[tuple[bytes, DatagramMeta]]:
+        out, self._tx = self._tx, []
+        return out
+
+    @property
+    def has_datagrams(self) -> bool:
+        """Whether :meth:`datagrams_to_send` has anything (a host skips the call otherwise)."""
+        return bool(self._tx)
 
 
 def seal(parts: Iterable[bytes] | bytes, meta: DatagramMeta) -> bytes:

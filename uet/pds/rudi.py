@@ -51,11 +51,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import UET_UDP_PORT
+from ..errors import DecodeError
 from ..multipath import EntropySelector, RoundRobinSpray
 from ..wire.enums import NACK_CODE
 from ..wire.trailer import TRAILER_LEN as TRAILER
 from .datagram import CE, DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0, NOT_ECT, DatagramMeta, seal
-from .datagram import trailer_ok
+from .datagram import Outbox, trailer_ok
 
 RUDI_REQ, RUDI_RESP, UUD_REQ, NACK = 4, 5, 6, 10
 M32 = 0xFFFFFFFF
@@ -131,7 +132,7 @@ class _Out:
     nack_wait: bool = False  # the next timer is a delayed NACK resend, not an RTO
 
 
-class RudiEndpoint:
+class RudiEndpoint(Outbox):
     """Sans-IO RUDI initiator and target for the host at ``address``."""
 
     def __init__(self, address: str, config: RudiConfig | None = None, *,
@@ -149,13 +150,6 @@ class RudiEndpoint:
         self._events: deque[Any] = deque()
 
     # --- plumbing ---------------------------------------------------------------------------------
-
-    def next_event(self) -> Any:
-        return self._events.popleft() if self._events else None
-
-    def datagrams_to_send(self, now: float = 0.0) -> list[tuple[bytes, DatagramMeta]]:
-        out, self._tx = self._tx, []
-        return out
 
     def get_timer(self) -> float | None:
         while self._timers:
@@ -256,8 +250,10 @@ class RudiEndpoint:
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float) -> None:
         try:
             self._receive(bytes(data), meta, now)
-        except Exception:  # noqa: BLE001 - U9: a bug here must not take the endpoint down
+        except DecodeError:
             self.stats["malformed"] += 1
+        except Exception as exc:  # noqa: BLE001 - U9: a bug must not take the endpoint down
+            self._internal_error(exc, data)
 
     def _receive(self, data: bytes, meta: DatagramMeta, now: float) -> None:
         if len(data) < 4 + TRAILER:
@@ -289,12 +285,8 @@ class RudiEndpoint:
                 self.stats["malformed"] += 1
                 return
             pid = int.from_bytes(body[4:8], "big")
-            o = self._out.get(pid)
-            if o is None:  # U8
-                self.stats["unknown_response"] += 1
-                return
-            if meta.src != o.dst:  # U8
-                self.stats["foreign_response"] += 1
+            o = self._answered(pid, meta, "response")
+            if o is None:
                 return
             del self._out[pid]
             self.sel.on_delivered(meta.dport, now)  # U3: this EV works both ways
@@ -309,13 +301,20 @@ class RudiEndpoint:
         else:
             self.stats["unsupported_type"] += 1
 
-    def _on_nack(self, code: int, pid: int, meta: DatagramMeta, now: float) -> None:
+    def _answered(self, pid: int, meta: DatagramMeta, what: str) -> _Out | None:
+        """U8: the outstanding request an answer names, if it came from the request's peer
+        (else counted: ``unknown_<what>``, ``foreign_<what>``)."""
         o = self._out.get(pid)
-        if o is None:  # U8
-            self.stats["unknown_nack"] += 1
-            return
-        if meta.src != o.dst:  # U8
-            self.stats["foreign_nack"] += 1
+        if o is None:
+            self.stats["unknown_" + what] += 1
+        elif meta.src != o.dst:
+            self.stats["foreign_" + what] += 1
+            o = None
+        return o
+
+    def _on_nack(self, code: int, pid: int, meta: DatagramMeta, now: float) -> None:
+        o = self._answered(pid, meta, "nack")
+        if o is None:
             return
         self.sel.on_nack(meta.dport, code, now)
         self.stats["nacks_received"] += 1

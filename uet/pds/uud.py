@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import UET_UDP_PORT
+from ..errors import DecodeError
 from ..wire.trailer import TRAILER_LEN as TRAILER
-from .datagram import DSCP_DATA, DSCP_TRIMMED, ECT0, DatagramMeta, seal, trailer_ok
+from .datagram import DSCP_DATA, DSCP_TRIMMED, ECT0, DatagramMeta, Outbox, seal, trailer_ok
 from .rudi import UUD_REQ
 
 UUD_HEADER_LEN = 4
@@ -34,7 +35,7 @@ class UudDatagram:
     ses: bytes
 
 
-class UudEndpoint:
+class UudEndpoint(Outbox):
     def __init__(self, address: str, *, port: int = UET_UDP_PORT, mtu: int = 4096 + 64,
                  entropy_base: int = 49152, entropy_values: int = 64):
         self.address = address
@@ -46,13 +47,6 @@ class UudEndpoint:
         self._tx: list[tuple[bytes, DatagramMeta]] = []
         self._events: deque[Any] = deque()
         self._n = 0
-
-    def next_event(self) -> Any:
-        return self._events.popleft() if self._events else None
-
-    def datagrams_to_send(self, now: float = 0.0) -> list[tuple[bytes, DatagramMeta]]:
-        out, self._tx = self._tx, []
-        return out
 
     def get_timer(self) -> float | None:
         return None  # D2: nothing is ever retransmitted
@@ -89,5 +83,7 @@ class UudEndpoint:
             nh = ((data[0] & 7) << 1) | (data[1] >> 7)
             self.stats["received"] += 1
             self._events.append(UudDatagram(meta, nh, data[UUD_HEADER_LEN:-TRAILER]))
-        except Exception:  # noqa: BLE001 - D5
+        except DecodeError:
             self.stats["malformed"] += 1
+        except Exception as exc:  # noqa: BLE001 - D5: a bug is counted and kept, never raised
+            self._internal_error(exc, data)

@@ -15,8 +15,10 @@ runs over are :mod:`uet.pds.rudi` and :mod:`uet.pds.uud`.
 """
 
 from . import atomics
-from .endpoint import (MAX_ACK_DATA_SIZE, SUPPORTED_OPCODES, UNSUPPORTED_OPCODES, MemoryRegion,
-                       SesConfig, SesEndpoint, SesError, SesPacket, decode_ses)
+from .common import (MAX_ACK_DATA_SIZE, SUPPORTED_OPCODES, UNSUPPORTED_OPCODES, MemoryRegion,
+                     SesConfig, SesError)
+from .endpoint import SesEndpoint
+from .packets import Message, SesPacket, decode_ses
 from .events import (AtomicDone, DatagramReceived, Event, MessageError, MessageReceived,
                      OperationComplete, OperationFailed, RecvFailed, RmaReadDone, RmaWriteDone,
                      SendDeferred)
@@ -25,5 +27,6 @@ __all__ = [
     "MAX_ACK_DATA_SIZE", "SUPPORTED_OPCODES", "UNSUPPORTED_OPCODES", "AtomicDone",
     "DatagramReceived", "Event", "MemoryRegion", "MessageError", "MessageReceived",
     "OperationComplete", "OperationFailed", "RecvFailed", "RmaReadDone", "RmaWriteDone",
-    "SendDeferred", "SesConfig", "SesEndpoint", "SesError", "SesPacket", "atomics", "decode_ses",
+    "Message", "SendDeferred", "SesConfig", "SesEndpoint", "SesError", "SesPacket", "atomics",
+    "decode_ses",
 ]

@@ -31,6 +31,9 @@ class MessageReceived(Event):
     header_data: int = 0
     unexpected: bool = False
     dc: bool = False
+    job_id: int = 0          # D.2: the ids the message's header named
+    pid_on_fep: int = 0
+    resource_index: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +44,8 @@ class DatagramReceived(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class RmaWriteDone(Event):
+class RmaDone(Event):
+    """An RMA operation served from a registered region (target side): which, where."""
     peer: Any
     message_id: int
     memory_key: int
@@ -50,13 +54,13 @@ class RmaWriteDone(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class RmaReadDone(Event):
-    """A READ served from a registered region (target side)."""
-    peer: Any
-    message_id: int
-    memory_key: int
-    offset: int
-    length: int
+class RmaWriteDone(RmaDone):
+    """A WRITE landed in a registered region."""
+
+
+@dataclass(frozen=True, slots=True)
+class RmaReadDone(RmaDone):
+    """A READ served from a registered region."""
 
 
 @dataclass(frozen=True, slots=True)

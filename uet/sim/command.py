@@ -16,7 +16,7 @@ from typing import Sequence
 
 from .. import cliargs
 from ..cliargs import fail_spec, fraction
-from .ses_ops import MODE_OPS, MODES, OPS
+from .workloads import MODE_OPS, MODES, OPS
 from .simulator import SimConfig, Simulator
 
 

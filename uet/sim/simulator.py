@@ -19,10 +19,10 @@ The event loop is a heap of (time, seq, host, frame, flags); a timer is an entry
 Ground truth for the summary: the simulator records which (PDC, PSN) requests reached B intact, so
 a retransmission that arrives when an earlier copy already had is counted as spurious.
 
-SES operations (``op`` other than "send", uet.sim.ses_ops): both hosts get an SES sublayer
-attached to their PDS endpoint (uet/pds/endpoint.py X1-X6); A runs ``messages`` operations of the
-kind against B, the run ends when they are complete and every PDC is closed, and ``ok`` is the
-workload's check (target memory, read data or tagged receives by hash; atomics against a model).
+Hosts: each is a :class:`uet.host.Host` (PDS, RUDI, UUD and the SES); A runs the workload of
+:mod:`uet.sim.workloads` (``messages`` SENDs, or operations of kind ``op``) against B, the run
+ends when they are complete and every PDC is closed, and ``ok`` is the workload's check (messages,
+target memory, read data or tagged receives by hash; atomics against a model).
 
 Cost (design.md "Performance"): the payload to send and its expected digests are made when the
 simulator is built; ``run`` (and ``wall_time_s``) covers the transfer and the check of what arrived.
@@ -41,14 +41,15 @@ from typing import Any, TextIO
 
 from .. import native
 from ..payload import seeded_bytes
-from ..pds import DatagramMeta, Endpoint, PdsConfig
-from ..pds import events as ev
-from ..pds.endpoint import REQ_TYPES, nack_name
-from ..wire.enums import CTL_TYPE, PDS_TYPE
+from ..host import Host
 from ..net import CE, COUNTERS, TRIMMED, Ecmp, Link, NetConfig, flip
+from ..pds import DatagramMeta, PdsConfig
+from ..pds import events as ev
 from ..pds.datagram import DSCP_CONTROL, ECT0, ECT1
+from ..ses import SesConfig
+from ..wire.enums import CTL_TYPE, PDS_TYPE, REQUEST_TYPES, nack_name
 from .frames import HDRS, Framer, PcapWriter, set_ce, trim
-from .ses_ops import MuxEndpoint, SesWorkload
+from .workloads import Workload
 
 A_ADDR, B_ADDR = "10.0.0.1", "10.0.0.2"
 INF = float("inf")
@@ -65,7 +66,7 @@ class SimConfig(NetConfig):
     messages: int = 1
     mtu: int = 4096
     mode: str = "rud"
-    op: str = "send"                         # send (plain PDS messages) or an SES operation
+    op: str = "send"                         # the workload (uet.sim.workloads): SEND or another op
     spray: str = "rr"
     entropy_values: int = 64
     window_bytes: int | None = None          # None: 1.5 x BDP of all paths, at least 64 KiB
@@ -78,7 +79,7 @@ class SimConfig(NetConfig):
 class _Host:
     __slots__ = ("name", "addr", "ep", "sched", "idx")
 
-    def __init__(self, name: str, addr: str, ep: Endpoint, idx: int):
+    def __init__(self, name: str, addr: str, ep: Host, idx: int):
         self.name = name
         self.addr = addr
         self.ep = ep
@@ -121,11 +122,11 @@ class Simulator:
         window = cfg.window_bytes or max(64 * 1024, int(1.5 * cfg.bdp_bytes()))
         qcap = cfg.queue_bytes or max(2 * window, 256 * 1024)
         pc = dict(mtu=cfg.mtu, spray=cfg.spray, entropy_values=cfg.entropy_values,
-                  window_bytes=window, zero_copy_delivery=True)
+                  window_bytes=window)
         pc.update(cfg.pds)
         self.window = window
-        self.a = _Host("A", A_ADDR, Endpoint(A_ADDR, PdsConfig(**pc), seed=cfg.seed * 2 + 1), 0)
-        self.b = _Host("B", B_ADDR, Endpoint(B_ADDR, PdsConfig(**pc), seed=cfg.seed * 2 + 2), 1)
+        self.a = _Host("A", A_ADDR, self._host(A_ADDR, PdsConfig(**pc), 1), 0)
+        self.b = _Host("B", B_ADDR, self._host(B_ADDR, PdsConfig(**pc), 2), 1)
         fail_at = cfg.fail_times()
         # the network (uet.net): per direction, one link per path; answers (B->A) also lose
         # ack_loss more
@@ -154,6 +155,12 @@ class Simulator:
         self.msgs = [data[bounds[i]:bounds[i + 1]] for i in range(n)]
         self.want = [(len(m), native.crc32c(m)) for m in self.msgs]
 
+    def _host(self, addr: str, pc: PdsConfig, k: int) -> Host:
+        seed = self.cfg.seed * 2 + k
+        # M7 of uet/ses/target.py: plain SENDs land in receives posted for them
+        ses = SesConfig(mtu=min(self.cfg.mtu, pc.mtu), seed=seed & 0xFFFFFFFF, auto_receive=True)
+        return Host(addr, pds=pc, ses=ses, seed=seed)
+
     # --- fabric ---------------------------------------------------------------------------
     def _log(self, msg: str) -> None:
         if self.trace is not None:
@@ -173,12 +180,12 @@ class Simulator:
 
     def _out(self, fwd: bool, meta: DatagramMeta) -> tuple:
         """Per metadata object (the endpoints reuse one per entropy value and reply direction
-        and never change it): its link, path and class."""
+        and never change it): its link, path, class, and its frame headers by payload length."""
         e = self._out_info.get(id(meta))
         if e is None or e[0] is not meta:
             path = self.ecmp.path(meta.src, meta.dst, meta.sport, meta.dport)
             e = (meta, self.links[0 if fwd else 1][path], path, meta.dscp == DSCP_CONTROL,
-                 meta.ecn in (ECT1, ECT0))
+                 meta.ecn in (ECT1, ECT0), {})
             if len(self._out_info) >= 1 << 12:
                 self._out_info.clear()
             self._out_info[id(meta)] = e  # e holds meta, so its id cannot be reused while cached
@@ -198,10 +205,18 @@ class Simulator:
         tr = self.trace is not None
         c = self.counters
         c["packets_a" if fwd else "packets_b"] += len(out)
+        info = self._out_info
         for data, meta in out:
-            _, link, path, control, ect = self._out(fwd, meta)
+            e = info.get(id(meta))
+            if e is None or e[0] is not meta:
+                e = self._out(fwd, meta)
+            _, link, path, control, ect, headers = e
             n = len(data)
-            frame = header(meta.src, meta.dst, meta.sport, meta.dport, meta.dscp, meta.ecn, n) + data
+            h = headers.get(n)
+            if h is None:
+                h = headers[n] = header(meta.src, meta.dst, meta.sport, meta.dport, meta.dscp,
+                                        meta.ecn, n)
+            frame = h + data
             if pcap is not None:
                 pcap.write(now, frame)
             if tr:
@@ -266,27 +281,9 @@ class Simulator:
     def run(self) -> dict[str, Any]:
         cfg = self.cfg
         wall0 = time.perf_counter()
-        msgs, want = self.msgs, self.want
-        n = len(msgs)
         a, b = self.a, self.b
-        wl = None
-        if cfg.op != "send" or cfg.mode == "uud":
-            # SES operations (uet.sim.ses_ops): the operations are the workload, checked there
-            wl = SesWorkload(cfg.op, msgs, a.ep, b.ep, B_ADDR, mtu=cfg.mtu, mode=cfg.mode,
-                             seed=cfg.seed)
-            handles = {}
-            if cfg.mode in ("rudi", "uud"):
-                a.ep = MuxEndpoint(a.ep, wl.a, cfg.mode, cfg.seed * 2 + 1, cfg.mtu)
-                b.ep = MuxEndpoint(b.ep, wl.b, cfg.mode, cfg.seed * 2 + 2, cfg.mtu)
-        else:
-            handles = {a.ep.send_message(B_ADDR, m, mode=cfg.mode): i for i, m in enumerate(msgs)}
-        pending = set(handles)
-        # delivered messages: ROD must deliver message k k-th; RUD may reorder them
-        unmatched: dict[tuple[int, int], list[int]] = {}
-        for i, k in enumerate(want):
-            unmatched.setdefault(k, []).append(i)
-        got: list[int] = []
-        wrong = 0
+        wl = Workload(cfg.op, self.msgs, a.ep, b.ep, mode=cfg.mode)
+        n = len(self.msgs)
         failures: list[str] = []
         close_sent = False
         last_delivery = 0.0
@@ -301,11 +298,12 @@ class Simulator:
         flush = self._flush
         trace = self.trace
         pcap = self.pcap
-        delivered_t, complete_t, failed_t, closed_t = (ev.MessageDelivered, ev.SendComplete,
-                                                       ev.MessageFailed, ev.PdcClosed)
-        rod = cfg.mode == "rod"
+        closed_t = ev.PdcClosed
         a_closed = b_closed = False
-        next_a, next_b = a.ep.next_event, b.ep.next_event
+        next_a, next_b = a.ep.pds.next_event, b.ep.pds.next_event
+        # the event queues (deques, read-only here): looked at before anything is called
+        pds_events = {a: a.ep.pds.events, b: b.ep.pds.events}
+        ses_events = (a.ep.ses.event_queue, b.ep.ses.event_queue)
         while heap:
             t, _, host, frame, flags = pop(heap)
             if t > limit:
@@ -320,7 +318,8 @@ class Simulator:
                     meta = rx_meta(frame)
                 payload = frame[HDRS:]
                 if host is b:
-                    if not flags & DAMAGED and len(payload) >= 12 and (payload[0] >> 3) in REQ_TYPES:
+                    if (not flags & DAMAGED and len(payload) >= 12
+                            and (payload[0] >> 3) in REQUEST_TYPES):
                         key = payload[4:10]  # PSN and SPDCID: one (PDC, PSN)
                         if key in had:
                             if flags & ORIG and payload[1] & 0x10:
@@ -336,36 +335,8 @@ class Simulator:
                 host.sched = INF
                 host.ep.handle_timer(t)
             next_event = next_b if host is b else next_a
-            while True:
-                e = next_event()
-                if e is None:
-                    break
-                et = type(e)
-                if et is delivered_t:
-                    d = e.data
-                    if type(d) is memoryview:  # zero-copy delivery of a long message: one
-                        d = d.tobytes()  # copy, as a memoryview compares byte by byte
-                    if rod:
-                        k = len(got)
-                        if k < n and len(d) == len(msgs[k]) and d == msgs[k]:
-                            got.append(k)
-                        else:
-                            wrong += 1
-                    else:
-                        cand = unmatched.get((len(d), native.crc32c(d)))
-                        i = next((j for j in cand or () if d == msgs[j]), None)
-                        if i is None:
-                            wrong += 1
-                        else:
-                            cand.remove(i)
-                            got.append(i)
-                    last_delivery = t
-                elif et is complete_t:
-                    pending.discard(e.handle)
-                elif et is failed_t:
-                    failures.append(f"message {e.message_id} failed: {e.reason}")
-                    pending.discard(e.handle)
-                elif et is closed_t:
+            while pds_events[host] and (e := next_event()) is not None:  # PDCs opening, closing
+                if type(e) is closed_t:
                     if host is a:
                         a_closed = True
                     else:
@@ -374,38 +345,31 @@ class Simulator:
                         failures.append(f"{host.name} PDC {e.pdcid} closed in error: {e.reason}")
                 if trace is not None:
                     self._log(f"{host.name} event {e!r:.200}")
-            if wl is not None:
+            if ses_events[0] or ses_events[1]:
                 if wl.poll():
                     last_delivery = t
-                if not close_sent and wl.idle():
+                if not close_sent and wl.idle():  # only an event can make it idle
                     close_sent = True
                     a.ep.close()
                     b.ep.close()  # its reverse PDCs (read data)
                     flush(a)
                     flush(b)
-            elif not pending and not close_sent:
-                close_sent = True
-                a.ep.close()
-                flush(a)
             flush(host)
-            if a_closed and b_closed and (wl is None or close_sent):
+            if a_closed and b_closed and close_sent:
                 break
-            if failures and not pending and (wl is None or wl.idle()):
+            if failures and wl.idle():
                 break
-        if pending and not failures:
-            failures.append(f"stalled at {self.now:.6f}s with {len(pending)} message(s) unacknowledged")
-        nbytes = cfg.bytes
-        if wl is not None:
-            failures.extend(wl.check())
-            ok = not failures
-            nbytes = wl.bytes
-            got = list(range(n))
+        if wl.pending and not failures and not wl.failures:
+            failures.append(f"stalled at {self.now:.6f}s with {len(wl.pending)} operation(s) "
+                            "not complete")
+        failures.extend(wl.check())
         wall = time.perf_counter() - wall0
         sim_time = last_delivery or self.now
-        ok = not wrong and not failures and not pending and len(got) == n
+        ok = not failures
+        nbytes = wl.bytes
         c = self.counters
         net = self.network_counters()
-        sa = a.ep.stats
+        sa, sb = a.ep.stats, b.ep.stats
         nacks: dict[str, int] = dict(sorted(b.ep.nacks_sent.items()))
         for k, v in a.ep.nacks_sent.items():
             nacks[k] = nacks.get(k, 0) + v
@@ -429,7 +393,7 @@ class Simulator:
             "corrupted": net["corrupted"],
             "duplicated": net["duplicated"],
             "reordered": net["reordered"],
-            "bad_crc": a.ep.stats["bad_crc"] + b.ep.stats["bad_crc"],
+            "bad_crc": sa["bad_crc"] + sb["bad_crc"],
             "nacks": nacks,
             "rto": sa["rto"],
             "tlp": sa["tlp"],
@@ -437,21 +401,17 @@ class Simulator:
             "paths_used": len(self.paths_used),
             "paths": cfg.paths,
             "window_bytes": self.window,
-            "internal_errors": a.ep.stats["internal_error"] + b.ep.stats["internal_error"],
+            "internal_errors": sa["internal_errors"] + sb["internal_errors"],
             "failures": failures[:5],
             "seed": cfg.seed,
         }
-        if wl is not None:  # B also sends requests (read data on its reverse PDCs, X1)
-            summary["target_retransmissions"] = b.ep.stats["retransmissions"]
-        # delivered / sent (design.md): messages (RUD/ROD sends), operations completed (SES), or
+        if cfg.op != "send" or cfg.mode == "uud":  # B also sends (read data, reverse PDCs)
+            summary["target_retransmissions"] = sb["retransmissions"]
+        # delivered / sent (design.md): messages (sends), operations completed (SES), or
         # datagrams handed up, duplicates included (UUD: ok means what arrived is intact)
-        if wl is None:
-            summary["delivered"] = len(got)
-        elif wl.op == "send":
-            summary["delivered"] = wl.datagrams
+        summary["delivered"] = wl.delivered
+        if cfg.op == "send" and cfg.mode == "uud":
             summary["duplicates"] = wl.duplicates
-        else:
-            summary["delivered"] = wl.completed if wl.op != "tsend" else len(wl.received)
         summary["sent"] = n
         return summary
 

@@ -139,3 +139,36 @@ def aeth_syndrome_name(syndrome: int) -> str:
         code = AETH_NAK_CODE.symbol(low)
         return f"NAK({code})" if code else f"NAK(0x{low:02X})"
     return f"RESERVED(0x{syndrome:02X})"
+
+
+# --- the PDS types by role (B.1), for whoever sorts datagrams: named from PDS_TYPE ---------------
+_PDS = {name: code for code, name in PDS_TYPE.table.items()}
+TSS_TYPE = _PDS["TSS"]
+RUD_REQ, ROD_REQ, RUD_CC_REQ, ROD_CC_REQ = (_PDS["RUD_REQ"], _PDS["ROD_REQ"], _PDS["RUD_CC_REQ"],
+                                            _PDS["ROD_CC_REQ"])
+RUDI_REQ, RUDI_RESP, UUD_REQ = _PDS["RUDI_REQ"], _PDS["RUDI_RESP"], _PDS["UUD_REQ"]
+ACK_TYPE, ACK_CC_TYPE, ACK_CCX_TYPE = _PDS["ACK"], _PDS["ACK_CC"], _PDS["ACK_CCX"]
+NACK_TYPE, NACK_CCX_TYPE, CONTROL_TYPE = _PDS["NACK"], _PDS["NACK_CCX"], _PDS["CONTROL"]
+#: RUD/ROD requests, plain and with CC state (B.5, B.6)
+REQUEST_TYPES = frozenset({RUD_REQ, ROD_REQ, RUD_CC_REQ, ROD_CC_REQ})
+ROD_TYPES = frozenset({ROD_REQ, ROD_CC_REQ})
+CC_REQUEST_TYPES = frozenset({RUD_CC_REQ, ROD_CC_REQ})
+ACK_TYPES = frozenset({ACK_TYPE, ACK_CC_TYPE, ACK_CCX_TYPE})
+NACK_TYPES = frozenset({NACK_TYPE, NACK_CCX_TYPE})
+#: what belongs to a PDC (C.8): requests, their ACKs and NACKs (NT = 0), control
+PDC_TYPES = REQUEST_TYPES | ACK_TYPES | NACK_TYPES | {CONTROL_TYPE}
+#: the connectionless modes (C.8, B.13, B.14); a NACK with NT = 1 also belongs to RUDI
+RUDI_TYPES = frozenset({RUDI_REQ, RUDI_RESP})
+NACK_NT_FLAG = 0x08  # B.4: NT in the 7-bit flags of a NACK (byte 1), 1 = a RUDI NACK
+_CTL = {name: code for code, name in CTL_TYPE.table.items()}
+(CTL_NOOP, CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ, CTL_CLOSE, CTL_CLOSE_REQ, CTL_PROBE, CTL_CREDIT,
+ CTL_CREDIT_REQ, CTL_NEGOTIATION) = (_CTL[n] for n in (
+    "NOOP", "ACK_REQ", "CLEAR", "CLEAR_REQ", "CLOSE", "CLOSE_REQ", "PROBE", "CREDIT", "CREDIT_REQ",
+    "NEGOTIATION"))
+#: B.11 by name, e.g. NACK_BY_NAME["TRIMMED"] == 0x01
+NACK_BY_NAME = {name: code for code, name in NACK_CODE.table.items()}
+
+
+def nack_name(code: int) -> str:
+    """A NACK code's name (B.11), or its hex value when it has none."""
+    return NACK_CODE.table.get(code, f"0x{code:02X}")

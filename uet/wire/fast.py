@@ -149,9 +149,12 @@ def chain_reader(*parts: tuple[Layout, Sequence[str]]) -> Callable[..., tuple]:
     return fn
 
 
-def _compile_reader(parts: Sequence[tuple[Layout, Sequence[str]]]) -> Callable[..., tuple]:
-    """Tile the bytes holding the wanted fields into struct words (1/2/4/8 bytes, else raw bytes
-    read with ``int.from_bytes``) and generate one unpack plus one expression per field."""
+def _tile(parts: Sequence[tuple[Layout, Sequence[str]]]
+          ) -> tuple[list[tuple[int, int, Any]], list[list[int]], int]:
+    """The named fields of headers that follow each other, as (absolute bit offset, end, Field),
+    and the byte ranges ("units", [start, end]) that hold them, each widened to a struct word
+    (1/2/4/8 bytes) where that stays inside the headers and before the next unit; and the
+    headers' total size in bytes."""
     fields = []  # (name, absolute bit offset, end, Field)
     base = 0
     for lay, names in parts:
@@ -177,6 +180,13 @@ def _compile_reader(parts: Sequence[tuple[Layout, Sequence[str]]]) -> Callable[.
             if size >= u[1] - u[0] and u[0] + size <= limit:
                 u[1] = u[0] + size
                 break
+    return fields, units, total
+
+
+def _compile_reader(parts: Sequence[tuple[Layout, Sequence[str]]]) -> Callable[..., tuple]:
+    """Tile the bytes holding the wanted fields into struct words (1/2/4/8 bytes, else raw bytes
+    read with ``int.from_bytes``) and generate one unpack plus one expression per field."""
+    fields, units, total = _tile(parts)
     fmt = [">"]
     pos = 0
     exprs: list[str] = [""] * len(fields)
@@ -253,30 +263,7 @@ def chain_packer(*parts: tuple[Layout, Sequence[str]]) -> Packer:
 
 
 def _compile_packer(parts):
-    fields = []  # (absolute bit offset, end, Field)
-    base = 0
-    for lay, names in parts:
-        placed = {p.name: p for p in lay.variant.placed}
-        for n in names:
-            if n not in placed:
-                raise KeyError(f"{lay.variant.header.key}: no field {n!r} in this variant")
-            p = placed[n]
-            fields.append((base + p.offset, base + p.end, p.field))
-        base += lay.size * 8
-    total = base // 8
-    spans = sorted({(o // 8, (e + 7) // 8) for o, e, _ in fields})
-    units: list[list[int]] = []
-    for sb, eb in spans:
-        if units and sb < units[-1][1]:
-            units[-1][1] = max(units[-1][1], eb)
-        else:
-            units.append([sb, eb])
-    for i, u in enumerate(units):
-        limit = units[i + 1][0] if i + 1 < len(units) else total
-        for size in (1, 2, 4, 8):
-            if size >= u[1] - u[0] and u[0] + size <= limit:
-                u[1] = u[0] + size
-                break
+    fields, units, total = _tile(parts)
     # the whole byte range: variable units, and constant runs between them
     pieces = []  # (start, end, variable?)
     pos = 0

@@ -1,0 +1,227 @@
+"""One host of UET, sans-IO: the RUD/ROD PDS endpoint, the RUDI and UUD endpoints and the SES
+above them, with one datagram interface (``receive_datagram``, ``datagrams_to_send``,
+``get_timer``, ``handle_timer``, ``next_event``) that the simulator (virtual time) and the live
+endpoint (sockets, trio) drive alike, and the SES operations, each over the delivery mode the
+caller names.
+
+RULES (each names its uet-facts.md row; "choice" marks a project decision where facts are silent)
+================================================================================================
+  H1  B.1 / B.10 / B.13 / B.14: an arriving datagram goes by its PDS type (the type sets of
+      uet.wire.enums): RUDI request and response, and a NACK with NT = 1, to the RUDI endpoint;
+      UUD to the UUD endpoint; requests, ACKs, NACKs (NT = 0) and CONTROL to the PDS endpoint;
+      anything else (TSS, reserved types) is counted: ``unsupported``, or ``bad_crc`` when its
+      trailer (A.3) does not verify (a damaged type byte is damage, not another type).
+  H2  C.8: each operation goes over the mode its caller names: "rud" and "rod" as the requests of
+      a PDC (the SES is the PDS's upper layer, uet/pds/upper.py); "rudi" as single-packet RUDI
+      requests (a longer one fails the operation: RUDI answers each request alone); UUD carries
+      DATAGRAM_SEND only. What the SES sends on its own (read data, DEFERRABLE_RTR, rendezvous
+      pulls) goes over ``ses_mode`` (default "rud"; choice: the facts do not tie a response's
+      PDC to the request's).
+  H3  C.8 / M2 of uet/ses/target.py: a RUDI target answers each request with the SES response
+      (``inline_limit`` = mtu, P1); a request without one is counted (``rudi_no_response``).
+  H4  R3 of uet/ses/target.py: the SES's idle partial messages are dropped on the host's timer,
+      every half ``partial_timeout`` while any is in reassembly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Any, Callable
+
+from .multipath import RoundRobinSpray
+from .pds import DatagramMeta, Endpoint, PdsConfig, trailer_ok
+from .pds.rudi import RudiConfig, RudiEndpoint, RudiRequest, RudiRequestFailed, RudiResponse
+from .pds.uud import UudEndpoint
+from .ses import SesConfig, SesEndpoint
+from .wire.enums import NACK_NT_FLAG, NACK_TYPES, PDC_TYPES, RUDI_TYPES, UUD_REQ
+
+MODES = ("rud", "rod", "rudi", "uud")
+INF = float("inf")
+
+
+class Host:
+    """A host at ``address``: see the module docstring."""
+
+    def __init__(self, address: str, *, pds: PdsConfig | None = None,
+                 ses: SesConfig | None = None, rudi: RudiConfig | None = None,
+                 seed: int = 0, ses_mode: str = "rud", rudi_entropy: list[int] | None = None):
+        if ses_mode not in ("rud", "rod"):
+            raise ValueError("ses_mode must be 'rud' or 'rod'")
+        self.address = address
+        pc = pds or PdsConfig()
+        self.ses = SesEndpoint(ses or SesConfig(mtu=min(4096, pc.mtu), seed=seed & 0xFFFFFFFF))
+        if self.ses.config.mtu > pc.mtu:
+            raise ValueError("the SES mtu must not exceed the PDS mtu (one SES packet, one request)")
+        self.pds = Endpoint(address, pc, seed=seed, upper=self.ses)
+        rc = rudi or RudiConfig(seed=seed & 0xFFFFFFFF, port=pc.port)
+        self.rudi = RudiEndpoint(address, rc, selector=RoundRobinSpray(rudi_entropy)
+                                 if rudi_entropy else None)
+        self.uud = UudEndpoint(address, port=pc.port, mtu=self.ses.config.mtu + 64)
+        self.ses_mode = ses_mode
+        self.counts: Counter[str] = Counter()
+        self._peer: dict[int, Any] = {}  # outstanding RUDI pkt_id -> the SES peer it went to
+        self._now = 0.0
+        self._sweep_at = INF
+
+    # --- the datagram interface -------------------------------------------------------------------
+    def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float) -> None:
+        """H1: to the endpoint of its PDS type."""
+        self._now = now
+        t = data[0] >> 3 if data else -1
+        if t in PDC_TYPES and not (t in NACK_TYPES and len(data) > 1 and data[1] & NACK_NT_FLAG):
+            self.pds.receive_datagram(data, meta, now)
+        elif t in RUDI_TYPES or t in NACK_TYPES:
+            self.rudi.receive_datagram(data, meta, now)
+            self._rudi_events(now)
+        elif t == UUD_REQ:
+            u = self.uud
+            u.receive_datagram(data, meta, now)
+            while (e := u.next_event()) is not None:
+                self.ses.receive_bytes(e.next_hdr, e.ses, peer=e.meta.src, mode="uud", now=now)
+        elif trailer_ok(data, meta):
+            self.counts["unsupported"] += 1
+        else:
+            self.counts["bad_crc"] += 1  # a damaged type byte must not pass for another type
+        if self._sweep_at == INF and self.ses.in_reassembly:
+            self._arm_sweep(now)
+
+    def datagrams_to_send(self, now: float) -> list[tuple[bytes, DatagramMeta]]:
+        self._now = now
+        if self.ses.has_items:
+            self.route(self.ses_mode, now)
+        out = self.pds.datagrams_to_send(now)
+        # RUDI and UUD are asked only when they hold something: most hosts never use them
+        if self.rudi.has_datagrams:
+            out += self.rudi.datagrams_to_send(now)
+        if self.uud.has_datagrams:
+            out += self.uud.datagrams_to_send(now)
+        return out
+
+    def get_timer(self) -> float | None:
+        t = self.pds.get_timer()
+        if self.rudi.outstanding:
+            r = self.rudi.get_timer()
+            if r is not None and (t is None or r < t):
+                t = r
+        if self._sweep_at < INF and (t is None or self._sweep_at < t):
+            t = self._sweep_at
+        return t
+
+    def handle_timer(self, now: float) -> None:
+        self._now = now
+        self.pds.handle_timer(now)
+        self.rudi.handle_timer(now)
+        self._rudi_events(now)
+        if self._sweep_at <= now:  # H4
+            self._sweep_at = INF
+            self.ses.expire(now)
+            self._arm_sweep(now)
+
+    def next_event(self) -> Any:
+        """The PDS's PDC events, then the SES's (operations complete, messages received ...)."""
+        e = self.pds.next_event()
+        return e if e is not None else self.ses.next_event()
+
+    def _arm_sweep(self, now: float) -> None:
+        if self._sweep_at == INF and self.ses.in_reassembly:
+            self._sweep_at = now + self.ses.config.partial_timeout / 2
+
+    # --- operations (H2) ----------------------------------------------------------------------------
+    def op(self, mode: str, start: Callable[..., int], *args: Any, tc: int = 0,
+           **kw: Any) -> int:
+        """Start one SES operation (``start``, a SesEndpoint method, called with ``args`` and
+        ``kw``) whose requests go over ``mode`` (and traffic class ``tc``); returns its handle."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        self.route(self.ses_mode, self._now)  # what the SES queued before goes its own way
+        handle = start(*args, **kw)
+        self.route(mode, self._now, tc=tc)
+        return handle
+
+    def send(self, dst: str, data: bytes, *, mode: str = "rud", job_id: int | None = None,
+             pid_on_fep: int | None = None, resource_index: int | None = None,
+             tc: int = 0) -> int:
+        """SEND (D.1) of ``data`` to ``dst`` over ``mode``; it completes with its response.
+        The D.2 ids default to the SES configuration's."""
+        return self.op(mode, self.ses.send, dst, data, tc=tc, job_id=job_id,
+                       pid_on_fep=pid_on_fep, resource_index=resource_index)
+
+    def route(self, mode: str, now: float, *, tc: int = 0) -> None:
+        """H2: hand what the SES queued to the endpoint of ``mode`` (RUD/ROD: the PDC of the
+        item's job and ``tc``, C.1)."""
+        for item in self.ses.items_to_send():
+            peer = str(item.peer)
+            if mode in ("rud", "rod"):
+                try:
+                    self.pds.submit(peer, item, mode=mode, job_id=item.job_id, tc=tc)
+                except RuntimeError as exc:  # the PDC limit
+                    if item.is_request:
+                        self.ses.transport_failed(item.message_id, str(exc))
+            elif mode == "rudi":
+                if not item.is_request:
+                    self.counts["rudi_stray_response"] += 1
+                elif item.count != 1 or not (item.ses.get("som") and item.ses.get("eom")):
+                    self.counts["rudi_multi_packet"] += 1
+                    self.ses.transport_failed(item.message_id,
+                                              "RUDI carries single-packet requests")
+                else:
+                    pid = self.rudi.send_request(peer, item.next_hdr, item.to_bytes(), now,
+                                                 tag=item.message_id)
+                    self._peer[pid] = item.peer
+            else:
+                for p in item.packets():
+                    if not self.uud.send_datagram(peer, p.to_bytes(), next_hdr=p.next_hdr):
+                        self.counts["uud_too_long"] += 1
+
+    def _rudi_events(self, now: float) -> None:
+        """H3: RUDI requests to the SES and its answers back; responses and failures up."""
+        r, ses = self.rudi, self.ses
+        while (e := r.next_event()) is not None:
+            if isinstance(e, RudiRequest):
+                rsp = ses.receive_bytes(e.next_hdr, e.ses, peer=e.meta.src, request_ref=e.pkt_id,
+                                        mode="rudi", inline_limit=ses.config.mtu, now=now)
+                if rsp is not None:
+                    r.respond(e, rsp.next_hdr, rsp.to_bytes())
+                else:
+                    self.counts["rudi_no_response"] += 1
+            elif isinstance(e, RudiResponse):
+                ses.receive_bytes(e.next_hdr, e.ses, peer=self._peer.pop(e.pkt_id, None),
+                                  message_id=e.tag, now=now)
+            elif isinstance(e, RudiRequestFailed):
+                self._peer.pop(e.pkt_id, None)
+                ses.transport_failed(e.tag, e.reason)
+
+    # --- what the drivers read ------------------------------------------------------------------------
+    @property
+    def stats(self) -> Counter:
+        """The PDS's counters, with RUDI's retransmissions and every endpoint's bad CRCs and
+        internal errors added, and the host's own."""
+        s = Counter(self.pds.stats)
+        rs = self.rudi.stats
+        s["retransmissions"] += rs["rto_retransmissions"] + rs.get("nack_retransmissions", 0)
+        s["bad_crc"] += rs["bad_crc"] + self.uud.stats["bad_crc"]
+        s["internal_errors"] += (self.ses.stats["internal_errors"] + rs["internal_errors"]
+                                 + self.uud.stats["internal_errors"])
+        s.update(self.counts)
+        return s
+
+    @property
+    def nacks_sent(self) -> Counter:
+        return self.pds.nacks_sent
+
+    @property
+    def nacks_rcvd(self) -> Counter:
+        return self.pds.nacks_rcvd
+
+    def pdcs(self) -> list:
+        return self.pds.pdcs()
+
+    def close(self, dst: str | None = None) -> None:
+        self.pds.close(dst)
+
+
+def with_port(cfg: RudiConfig, port: int, entropy: list[int], seed: int) -> RudiConfig:
+    """A RUDI configuration for a live host: its UET port, seed and entropy ports."""
+    return dataclasses.replace(cfg, port=port, seed=seed & 0xFFFFFFFF, entropy_base=min(entropy),
+                               entropy_values=len(entropy))

@@ -1,0 +1,249 @@
+"""The socket engine of the live endpoint: one sans-IO :class:`uet.host.Host` on UDP sockets,
+driven by trio without an await per datagram (design.md "Performance"). The public API on top of
+it is :class:`uet.io.endpoint.LiveEndpoint`; the module docstring there describes the sockets and
+the loop.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+from collections import Counter, deque
+from typing import Any, Sequence
+
+import trio
+
+from ..host import Host
+from ..pds import DatagramMeta, seal
+from ..wire.enums import REQUEST_TYPES
+from . import sockets as S
+
+INF = math.inf
+MSG_TRUNC = int(socket.MSG_TRUNC)
+
+
+class _Sock:
+    __slots__ = ("sock", "family", "port", "local", "tos", "wildcard", "anc", "is_uet")
+
+    def __init__(self, sock: socket.socket, local: str, tos: int, is_uet: bool):
+        self.sock = sock
+        self.family = sock.family
+        self.port = sock.getsockname()[1]
+        self.local = local
+        self.tos = tos
+        self.wildcard = S.is_wildcard(local)
+        self.anc: dict[int, list] = {}
+        self.is_uet = is_uet
+
+    def cmsgs(self, tos: int, src: str) -> list:
+        if self.wildcard:
+            return [S.tos_cmsg(self.family, tos), S.src_cmsg(self.family, src)]
+        a = self.anc.get(tos)
+        if a is None:
+            a = self.anc[tos] = [S.tos_cmsg(self.family, tos)]
+        return a
+
+
+class SocketEngine:
+    """The host's datagrams on the sockets, its timers on the trio clock, its events handed to
+    :meth:`_dispatch` (the subclass's) after every batch; delivered items wait in an inbox of
+    ``max_inbox`` while the readers pause (the kernel queue fills, then drops; the PDS's
+    retransmission recovers), so memory stays bounded when nobody takes them."""
+
+    def __init__(self, host: Host, uet_sock: _Sock | None, entropy: list[_Sock], *,
+                 batch: int = 64, max_inbox: int = 1024, recv_bufsize: int = 65535):
+        self.host = host
+        self.uet_sock = uet_sock
+        self.entropy = entropy
+        self.socks = ([uet_sock] if uet_sock else []) + entropy
+        self._by_port: dict[int, _Sock] = {s.port: s for s in self.socks}
+        self.batch = batch
+        self.max_inbox = max_inbox
+        self.recv_bufsize = recv_bufsize
+        self.io: Counter = Counter()        # adapter counters (see LiveEndpoint.stats)
+        self.tx_data_by_port: Counter = Counter()  # data requests sent per entropy port
+        self._inbox: deque = deque()
+        self._inbox_event = trio.Event()
+        self._space = trio.Event()
+        self._wake = trio.Event()
+        self._armed = INF
+        self._backlog: deque = deque()
+        self._first_tx: float | None = None
+        self._clock = trio.current_time
+
+    def _dispatch(self) -> None:
+        """Take the host's events (the subclass's)."""
+        raise NotImplementedError
+
+    # --- the inbox ---------------------------------------------------------------------------
+    def _deliver(self, m: Any) -> None:
+        self._inbox.append(m)
+        self.io["delivered"] += 1
+        if not self._inbox_event.is_set():
+            self._inbox_event.set()
+        if len(self._inbox) >= self.max_inbox and self._space.is_set():
+            self._space = trio.Event()
+
+    def _take(self) -> Any:
+        m = self._inbox.popleft()
+        if not self._inbox:
+            self._inbox_event = trio.Event()
+        if len(self._inbox) < self.max_inbox and not self._space.is_set():
+            self._space.set()
+        return m
+
+    # --- the engine (synchronous parts: no await per datagram) ----------------------------
+    def _drain(self, s: _Sock, limit: int) -> int:
+        core_rx = self.host.receive_datagram
+        recv = s.sock.recvmsg
+        bufsize = self.recv_bufsize
+        clock = self._clock
+        lport = s.port
+        local = s.local
+        fam = s.family
+        wildcard = s.wildcard
+        simple = not wildcard and fam == socket.AF_INET
+        Meta = DatagramMeta
+        n = 0
+        while n < limit:
+            try:
+                data, anc, flags, addr = recv(bufsize, S.ANC_SIZE)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self.io["rx_errors"] += 1
+                n += 1
+                continue
+            n += 1
+            if flags & MSG_TRUNC:
+                self.io["rx_truncated"] += 1
+                continue
+            if simple:
+                tos = anc[0][2][0] if anc and anc[0][1] == S.IP_TOS and anc[0][2] else 0
+                dst = local
+            else:
+                tos, dst = S.parse_anc(anc, fam)
+                if dst is None:
+                    dst = local
+            core_rx(data, Meta(addr[0], dst, addr[1], lport, tos & 3, tos >> 2), clock())
+        self.io["rx_datagrams"] += n
+        return n
+
+    def _send_batch(self, out: Sequence[tuple[bytes, DatagramMeta]], start: int = 0) -> None:
+        by_port = self._by_port
+        io = self.io
+        tx_data = self.tx_data_by_port
+        backlog = self._backlog
+        sent = 0
+        n = len(out)
+        i = start
+        while i < n:
+            data, meta = out[i]
+            s = by_port.get(meta.sport)
+            if s is None:
+                data, meta, s = self._renat(data, meta)
+            tos = (meta.dscp << 2) | meta.ecn
+            try:
+                if tos == s.tos and not s.wildcard:
+                    s.sock.sendto(data, (meta.dst, meta.dport))
+                else:
+                    s.sock.sendmsg([data], s.cmsgs(tos, meta.src), 0, (meta.dst, meta.dport))
+            except (BlockingIOError, InterruptedError):
+                io["tx_eagain"] += 1
+                backlog.extend(out[i:])
+                if not self._wake.is_set():
+                    self._wake.set()
+                break
+            except OSError:
+                io["tx_errors"] += 1
+            else:
+                sent += 1
+                if data and (data[0] >> 3) in REQUEST_TYPES:
+                    tx_data[s.port] += 1
+            i += 1
+        if sent:
+            io["tx_datagrams"] += sent
+            if self._first_tx is None:
+                self._first_tx = self._clock()
+
+    def _renat(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, DatagramMeta, _Sock]:
+        pool = self.entropy or self.socks
+        s = pool[meta.sport % len(pool)]
+        self.io["tx_renat"] += 1
+        m2 = DatagramMeta(meta.src, meta.dst, s.port, meta.dport, meta.ecn, meta.dscp)
+        return seal((data[:-4],), m2), m2, s
+
+    def _service(self, rearm: bool = True) -> None:
+        """Send what the core has, dispatch its events, re-arm the timer if it moved earlier."""
+        core = self.host
+        if self._backlog:
+            self.io["tx_deferred"] += 1
+        else:
+            out = core.datagrams_to_send(self._clock())
+            if out:
+                self._send_batch(out)
+        self._dispatch()
+        if rearm:
+            t = core.get_timer()
+            if t is not None and t < self._armed and not self._wake.is_set():
+                self._wake.set()
+
+    # --- the engine (tasks) ---------------------------------------------------------------
+    async def _reader(self, s: _Sock) -> None:
+        wait_readable = trio.lowlevel.wait_readable
+        checkpoint = trio.lowlevel.checkpoint
+        batch = self.batch
+        while True:
+            await wait_readable(s.sock)
+            while True:
+                while len(self._inbox) >= self.max_inbox:
+                    self.io["rx_paused"] += 1
+                    await self._space.wait()
+                n = self._drain(s, batch)
+                self._service()
+                if n < batch:
+                    break
+                await checkpoint()
+
+    async def _timers(self) -> None:
+        core = self.host
+        clock = self._clock
+        floor = -INF
+        while True:
+            if self._backlog:
+                await self._flush_backlog()
+                continue
+            t = core.get_timer()
+            if t is not None and t < floor:
+                t = floor  # a deadline that handle_timer did not move: no busy loop
+            self._armed = INF if t is None else t
+            if not self._wake.is_set():
+                with trio.move_on_at(self._armed):
+                    await self._wake.wait()
+            self._wake = trio.Event()
+            now = clock()
+            t = core.get_timer()
+            if t is not None and t <= now:
+                core.handle_timer(now)
+                self.io["timer_fired"] += 1
+                t2 = core.get_timer()
+                if t2 is not None and t2 <= now:
+                    floor = now + 200e-6
+            self._service(rearm=False)
+
+    async def _flush_backlog(self) -> None:
+        bl = self._backlog
+        while bl:
+            data, meta = bl[0]
+            s = self._by_port.get(meta.sport) or (self.entropy or self.socks)[
+                meta.sport % len(self.entropy or self.socks)]
+            with trio.move_on_after(0.05) as cs:
+                await trio.lowlevel.wait_writable(s.sock)
+            if cs.cancelled_caught:  # the datagram is lost; the core retransmits
+                self.io["tx_dropped"] += 1
+                bl.popleft()
+                continue
+            items = list(bl)
+            bl.clear()
+            self._send_batch(items)
+        self._service(rearm=False)

@@ -1,0 +1,273 @@
+"""One build and one parse per PDS packet type (uet-facts B.5-B.12), from the schema's layouts
+(:mod:`uet.wire.fast`): no field position is written here.
+
+* requests (B.5, B.6): :class:`RequestHeader` holds a PDC's constant fields and packs a header per
+  PSN; :func:`read_request` reads one;
+* ACKs (B.7-B.9): :class:`AckEncoder` (plain ACK or ACK_CC, chosen by configuration, A2) and
+  :func:`read_ack` for all three types;
+* NACKs (B.10) and CONTROL packets (B.12): :func:`nack_bytes` / :func:`read_nack`,
+  :func:`control_bytes` / :func:`read_control`.
+
+A read returns a tuple of ints (flags as 0/1) and never a partial result: a datagram too short for
+its header raises :class:`uet.errors.TruncatedError` (a decode error of the wire layer: R3).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..errors import TruncatedError
+from ..wire.enums import ACK_CC_TYPE, ACK_CCX_TYPE, ACK_TYPE, CC_REQUEST_TYPES, CONTROL_TYPE
+from ..wire.enums import NACK_TYPE
+from ..wire.fast import fast
+
+M32 = 0xFFFFFFFF
+
+_REQ = fast("pds.rud_rod_req")
+_REQ0, _REQ1 = _REQ.layout(syn=0), _REQ.layout(syn=1)
+REQUEST_SIZE = _REQ0.size
+CC_REQUEST_SIZE = fast("pds.rud_rod_cc_req").layout(syn=0).size
+_read_req = _REQ0.reader("next_hdr", "retx", "ar", "syn", "clear_psn_offset", "psn", "spdcid",
+                         "dpdcid")
+#: (next_hdr, retx, ar, syn, clear_psn_offset, psn, spdcid, dpdcid) of a request header without
+#: SYN (with SYN the last is pdc_info and psn_offset: read_request tells them apart)
+read_request_fields = _read_req
+# The SYN form's psn_offset is the low bits of the word that otherwise holds the DPDCID (B.5).
+_PSNOFF_SHIFT, _PSNOFF_MASK = _REQ1.shift["psn_offset"], _REQ1.mask["psn_offset"]
+_DPDCID_SHIFT = _REQ0.shift["dpdcid"]
+assert _PSNOFF_SHIFT >= _DPDCID_SHIFT and _REQ1.size == REQUEST_SIZE and all(
+    _REQ1.position(n) == _REQ0.position(n)
+    for n in ("next_hdr", "retx", "ar", "syn", "clear_psn_offset", "psn", "spdcid"))
+PSN_OFFSET_MASK = _PSNOFF_MASK
+
+
+class Request(NamedTuple):
+    next_hdr: int
+    retx: int
+    ar: int
+    syn: int
+    clear_psn_offset: int
+    psn: int
+    spdcid: int
+    dpdcid: int       # 0 when syn (bytes 10-11 are pdc_info + psn_offset then)
+    psn_offset: int   # SYN form only
+    size: int         # header bytes: 12, or 16 for the CC forms (B.6)
+
+
+def read_request(ptype: int, data: bytes, end: int) -> Request:
+    """The fields of a RUD/ROD request header (B.5, B.6) that the target uses."""
+    size = CC_REQUEST_SIZE if ptype in CC_REQUEST_TYPES else REQUEST_SIZE
+    if end < size:
+        raise TruncatedError("pds.rud_rod_req", size, end, 0)
+    nh, retx, ar, syn, clr, psn, spdcid, word = _read_req(data)
+    if syn:
+        return Request(nh, retx, ar, 1, clr, psn, spdcid, 0,
+                       (word >> (_PSNOFF_SHIFT - _DPDCID_SHIFT)) & _PSNOFF_MASK, size)
+    return Request(nh, retx, ar, 0, clr, psn, spdcid, word, 0, size)
+
+
+class RequestHeader:
+    """A PDC's request headers (B.5): the constant fields (type, SPDCID, DPDCID or the SYN form)
+    set once, the per-packet ones (PSN, CLEAR_PSN offset, AR, RETX, psn_offset, next_hdr) ORed
+    in per packet."""
+
+    __slots__ = ("_const", "_syn_const")
+    _psn, _clr, _ar, _retx, _nh = (_REQ0.shift[n] for n in (
+        "psn", "clear_psn_offset", "ar", "retx", "next_hdr"))
+
+    def __init__(self, ptype: int, spdcid: int, dpdcid: int = 0):
+        self._const = _REQ0.const({"type": ptype, "spdcid": spdcid, "dpdcid": dpdcid, "syn": 0})
+        self._syn_const = _REQ1.const({"type": ptype, "spdcid": spdcid, "syn": 1})
+
+    def pack(self, next_hdr: int, psn: int, clear_offset: int, *, ar: bool, retx: bool,
+             psn_offset: int | None) -> bytes:
+        """The 12 header bytes; ``psn_offset`` None: established (DPDCID), else the SYN form.
+        ``clear_offset`` is clamped to the signed 16-bit field (I3)."""
+        c = -32768 if clear_offset < -32768 else (32767 if clear_offset > 32767 else clear_offset)
+        if psn_offset is None:
+            v = self._const
+        else:
+            v = self._syn_const | ((psn_offset & _PSNOFF_MASK) << _PSNOFF_SHIFT)
+        v |= ((psn & M32) << self._psn) | ((c & 0xFFFF) << self._clr) | (next_hdr << self._nh)
+        if ar:
+            v |= 1 << self._ar
+        if retx:
+            v |= 1 << self._retx
+        return v.to_bytes(REQUEST_SIZE, "big")
+
+
+# --- ACKs (B.7-B.9) ------------------------------------------------------------------------------
+
+_ACK, _ACK_CC, _ACK_CCX = fast("pds.ack"), fast("pds.ack_cc"), fast("pds.ack_ccx")
+_A = _ACK.layout(p=0)
+_ACC = _ACK_CC.layout(p=0, cc_type=0)
+_ACCX = _ACK_CCX.layout(p=0)
+_ACK_BASE = ("next_hdr", "m", "retx", "p", "req", "ack_psn_offset", "cack_psn", "spdcid", "dpdcid")
+_SACK = ("mpr", "sack_psn_offset", "sack_bitmap")
+_read_plain = _A.reader(*_ACK_BASE)
+_read_cc = _ACC.reader(*(_ACK_BASE + _SACK))
+_read_ccx = _ACCX.reader(*(_ACK_BASE + _SACK))
+# probe_opaque (P = 1) sits where ack_psn_offset does, and the SACK fields at the same place in
+# every cc_type variant: one reader per type serves every variant
+for _fast, _lay in ((_ACK, _A), (_ACK_CC, _ACC)):
+    _p1 = _fast.layout(p=1) if _fast is _ACK else _fast.layout(p=1, cc_type=0)
+    assert _p1.position("probe_opaque") == _lay.position("ack_psn_offset")
+for _ct in (1, 2):
+    assert all(_ACK_CC.layout(p=0, cc_type=_ct).position(n) == _ACC.position(n) for n in _SACK)
+ACK_SIZES = {ACK_TYPE: _A.size, ACK_CC_TYPE: _ACC.size, ACK_CCX_TYPE: _ACCX.size}
+
+
+class Ack(NamedTuple):
+    next_hdr: int
+    m: int
+    retx: int
+    p: int
+    req: int
+    ack_psn_offset: int    # probe_opaque when p = 1 (read as signed; only ACK_PSN uses it)
+    cack_psn: int
+    spdcid: int
+    dpdcid: int
+    mpr: int | None        # None for a plain ACK (no SACK and no MPR, C.3)
+    sack_psn_offset: int
+    sack_bitmap: int
+    size: int
+
+
+def read_ack(ptype: int, data: bytes, end: int) -> Ack:
+    size = ACK_SIZES[ptype]
+    if end < size:
+        raise TruncatedError(f"pds ack type {ptype}", size, end, 0)
+    if ptype == ACK_TYPE:
+        return Ack(*_read_plain(data), None, 0, 0, size)
+    return Ack(*(_read_cc if ptype == ACK_CC_TYPE else _read_ccx)(data), size)
+
+
+class AckEncoder:
+    """A target PDC's ACKs (A2): ACK_CC with the NSCC state (cc_type 0, design.md default) or a
+    plain ACK; the constant fields (type, PDC ids, MPR) set once, the rest ORed in per ACK."""
+
+    __slots__ = ("plain", "size", "_const", "_sh", "_next_hdr")
+
+    def __init__(self, ack_type: str, spdcid: int, dpdcid: int, mpr: int):
+        self.plain = ack_type == "ack"
+        lay = _A if self.plain else _ACC
+        self.size = lay.size
+        fields = {"type": ACK_TYPE if self.plain else ACK_CC_TYPE, "spdcid": spdcid,
+                  "dpdcid": dpdcid}
+        if not self.plain:
+            fields["mpr"] = mpr
+        self._const = lay.const(fields)
+        self._sh = lay.shift
+
+    def pack(self, cack: int, ack_psn_offset: int, *, m: bool = False, retx: bool = False,
+             probe: int | None = None, req: int = 0, next_hdr: int = 0, sack_psn_offset: int = 0,
+             sack_bitmap: int = 0, rcvd_bytes: int = 0, ooo_count: int = 0) -> bytes:
+        """One ACK: ``ack_psn_offset`` clamped to 16 signed bits; ``probe`` (an opaque value)
+        makes it a probe answer (P = 1, B.7)."""
+        sh = self._sh
+        if probe is not None:  # probe_opaque sits where ack_psn_offset does (checked above)
+            v = self._const | (1 << sh["p"]) | ((probe & 0xFFFF) << sh["ack_psn_offset"])
+        else:
+            o = -32768 if ack_psn_offset < -32768 else min(ack_psn_offset, 32767)
+            v = self._const | ((o & 0xFFFF) << sh["ack_psn_offset"])
+        v |= (cack & M32) << sh["cack_psn"]
+        if m:
+            v |= 1 << sh["m"]
+        if retx:
+            v |= 1 << sh["retx"]
+        if req:
+            v |= req << sh["req"]
+        if next_hdr:
+            v |= next_hdr << sh["next_hdr"]
+        if not self.plain:
+            so = -32768 if sack_psn_offset < -32768 else min(sack_psn_offset, 32767)
+            v |= (((so & 0xFFFF) << sh["sack_psn_offset"]) | (sack_bitmap << sh["sack_bitmap"])
+                  | ((rcvd_bytes & 0xFFFFFF) << sh["rcvd_bytes"])
+                  | ((ooo_count & 0xFFFF) << sh["ooo_count"]))
+        return v.to_bytes(self.size, "big")
+
+
+def ack_bytes(ack_type: str, **fields: int) -> bytes:
+    """An ACK from field values (for answers outside a PDC's encoder: C2's closed PDCs)."""
+    codec = _ACK if ack_type == "ack" else _ACK_CC
+    return codec.encode(dict(fields, type=ACK_TYPE if ack_type == "ack" else ACK_CC_TYPE))
+
+
+# --- NACKs (B.10) and CONTROL (B.12) ---------------------------------------------------------------
+
+_NACK = fast("pds.nack")
+_NACK_NT0 = _NACK.layout(nt=0)
+_read_nack = _NACK_NT0.reader("m", "retx", "nt", "nack_code", "nack_psn", "spdcid", "dpdcid",
+                              "payload")
+NACK_SIZE = _NACK_NT0.size
+
+
+class Nack(NamedTuple):
+    m: int
+    retx: int
+    nt: int
+    nack_code: int
+    nack_psn: int     # pkt_id when nt = 1 (same place, B.10)
+    spdcid: int
+    dpdcid: int
+    payload: int
+
+
+def read_nack(data: bytes, end: int) -> Nack:
+    """A NACK or NACK_CCX (whose first 16 bytes are a NACK's)."""
+    if end < NACK_SIZE:
+        raise TruncatedError("pds.nack", NACK_SIZE, end, 0)
+    return Nack(*_read_nack(data))
+
+
+def nack_bytes(code: int, psn: int, spdcid: int, dpdcid: int, *, m: bool = False,
+               retx: bool = False, payload: int = 0) -> bytes:
+    return _NACK.encode({"type": NACK_TYPE, "m": m, "retx": retx, "nt": False, "nack_code": code,
+                         "nack_psn": psn & M32, "spdcid": spdcid, "dpdcid": dpdcid,
+                         "payload": payload & M32})
+
+
+_CTL = fast("pds.control")
+_CTL0, _CTL1 = _CTL.layout(syn=0), _CTL.layout(syn=1)
+_read_ctl = _CTL0.reader("ctl_type", "isrod", "retx", "ar", "syn", "probe_opaque", "psn",
+                         "spdcid", "dpdcid", "payload")
+CONTROL_SIZE = _CTL0.size
+assert _CTL1.position("psn_offset") == _REQ1.position("psn_offset")
+
+
+class Control(NamedTuple):
+    ctl_type: int
+    isrod: int
+    retx: int
+    ar: int
+    syn: int
+    probe_opaque: int
+    psn: int
+    spdcid: int
+    dpdcid: int       # 0 when syn
+    psn_offset: int   # SYN form only
+    payload: int
+
+
+def read_control(data: bytes, end: int) -> Control:
+    if end < CONTROL_SIZE:
+        raise TruncatedError("pds.control", CONTROL_SIZE, end, 0)
+    ctl, isrod, retx, ar, syn, opaque, psn, spdcid, word, payload = _read_ctl(data)
+    if syn:
+        return Control(ctl, isrod, retx, ar, 1, opaque, psn, spdcid, 0,
+                       (word >> (_PSNOFF_SHIFT - _DPDCID_SHIFT)) & _PSNOFF_MASK, payload)
+    return Control(ctl, isrod, retx, ar, 0, opaque, psn, spdcid, word, 0, payload)
+
+
+def control_bytes(ctl: int, psn: int, spdcid: int, *, dpdcid: int = 0,
+                  psn_offset: int | None = None, rod: bool = False, retx: bool = False,
+                  ar: bool = True, payload: int = 0, probe_opaque: int = 0) -> bytes:
+    """A CONTROL packet (B.12); ``psn_offset`` given: the SYN form (no DPDCID yet)."""
+    f = {"type": CONTROL_TYPE, "ctl_type": ctl, "isrod": rod, "retx": retx, "ar": ar,
+         "syn": psn_offset is not None, "psn": psn & M32, "spdcid": spdcid,
+         "payload": payload & M32, "probe_opaque": probe_opaque & 0xFFFF}
+    if psn_offset is not None:
+        f["psn_offset"] = psn_offset & _PSNOFF_MASK
+    else:
+        f["dpdcid"] = dpdcid
+    return _CTL.encode(f)

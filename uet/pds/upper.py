@@ -1,0 +1,88 @@
+"""The typed seam between the PDS and the layer above it (the SES, uet-facts C.3, C.8, D.7).
+
+The PDS carries opaque SES bytes: on the initiator side it sends the requests of an
+:class:`Outgoing` (one SES message: a header and payload per request) over one PDC and reports
+back by the item's ``token``; on the target side it hands each accepted request's SES bytes up
+(RUD: on arrival; ROD: in PSN order) and carries the response the upper layer returns on the ACK
+of that PSN. It never parses an SES header. :class:`uet.ses.SesEndpoint` is the upper layer the
+host (uet/host.py) attaches; tests attach recorders.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Outgoing(Protocol):
+    """One SES message to send as ``count`` requests of one PDC."""
+
+    token: Any      # the upper layer's name for it (the SES message id)
+    next_hdr: int   # B.2: the SES header type of its requests
+    count: int      # requests it takes (at least 1)
+
+    def payload_of(self, k: int) -> bytes | memoryview:
+        """The payload of request ``k``."""
+
+    def header(self, k: int) -> bytes:
+        """The SES header (and extension) of request ``k``."""
+
+
+class Upper(Protocol):
+    """What the PDS asks of and tells the layer above."""
+
+    # target side -----------------------------------------------------------------------------
+    def admit(self, peer: str, next_hdr: int, data: memoryview) -> int:
+        """0, or the NACK code (B.11: a resource shortage) to refuse a new request with; nothing
+        may change (the PSN stays unreceived and the initiator resends)."""
+
+    def deliver(self, peer: str, ref: int, next_hdr: int, data: memoryview,
+                now: float) -> tuple[int, bytes] | None:
+        """A request's SES bytes (``ref``: its PSN). Returns the SES response to carry on the
+        ACK of that PSN as (next_hdr, bytes), or None."""
+
+    def take(self, peer: str, next_hdr: int, data: memoryview, now: float) -> bool:
+        """The fast twin of :meth:`admit` + :meth:`deliver` (uet/pds/fastpath.py) for a request
+        the upper layer can take in one step, admitted and with no response: True when taken;
+        False changes nothing, and :meth:`admit` and :meth:`deliver` follow."""
+
+    # initiator side --------------------------------------------------------------------------
+    def acked(self, token: Any, now: float) -> None:
+        """Every request of the item ``token`` is acknowledged (CACK, C.2)."""
+
+    def response(self, token: Any, next_hdr: int, data: memoryview, peer: str,
+                 now: float) -> None:
+        """An SES response arrived on an ACK of a request of ``token`` (X4)."""
+
+    def pending(self, token: Any) -> bool:
+        """Whether ``token`` still waits for its response (X5: the PDS asks for it again)."""
+
+    def failed(self, token: Any, reason: str) -> None:
+        """The PDS gave up on ``token``'s requests (its PDC closed in error, X6)."""
+
+
+class Accepting:
+    """An upper layer that takes every request, answers none and has nothing pending: what a PDS
+    endpoint uses when nothing is attached (its requests then reach nobody)."""
+
+    def admit(self, peer: str, next_hdr: int, data: memoryview) -> int:
+        return 0
+
+    def deliver(self, peer: str, ref: int, next_hdr: int, data: memoryview,
+                now: float) -> tuple[int, bytes] | None:
+        return None
+
+    def take(self, peer: str, next_hdr: int, data: memoryview, now: float) -> bool:
+        return False
+
+    def acked(self, token: Any, now: float) -> None:
+        return None
+
+    def response(self, token: Any, next_hdr: int, data: memoryview, peer: str,
+                 now: float) -> None:
+        return None
+
+    def pending(self, token: Any) -> bool:
+        return False
+
+    def failed(self, token: Any, reason: str) -> None:
+        return None

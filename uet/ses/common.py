@@ -1,0 +1,178 @@
+"""What the parts of the SES share: the opcode, header and return-code numbers (uet-facts D.1,
+B.2, D.7, D.8), the configuration, and the state of operations (initiator) and messages (target).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..errors import DecodeError, UetError
+
+# D.1 request opcodes
+(NO_OP, WRITE, READ, ATOMIC, FETCHING_ATOMIC, SEND, RENDEZVOUS_SEND, DATAGRAM_SEND,
+ DEFERRABLE_SEND, TAGGED_SEND, RENDEZVOUS_TSEND, DEFERRABLE_TSEND, DEFERRABLE_RTR, TSEND_ATOMIC,
+ TSEND_FETCH_ATOMIC, MSG_ERROR) = range(16)
+SEND_OPCODES = frozenset({SEND, TAGGED_SEND, DEFERRABLE_SEND, DEFERRABLE_TSEND, RENDEZVOUS_SEND,
+                          RENDEZVOUS_TSEND})
+TAGGED_OPCODES = frozenset({TAGGED_SEND, DEFERRABLE_TSEND, RENDEZVOUS_TSEND})
+DEFERRABLE_OPCODES = frozenset({DEFERRABLE_SEND, DEFERRABLE_TSEND})
+#: D.1 opcodes executed by this implementation.
+SUPPORTED_OPCODES = frozenset({NO_OP, WRITE, READ, ATOMIC, FETCHING_ATOMIC, SEND, RENDEZVOUS_SEND,
+                               DATAGRAM_SEND, DEFERRABLE_SEND, TAGGED_SEND, RENDEZVOUS_TSEND,
+                               DEFERRABLE_TSEND, DEFERRABLE_RTR, MSG_ERROR})
+#: D.1 opcodes answered with UNSUPPORTED_OP (README list).
+UNSUPPORTED_OPCODES = frozenset({TSEND_ATOMIC, TSEND_FETCH_ATOMIC})
+RUDI_OPCODES = frozenset({NO_OP, WRITE, READ})  # C.8 idempotent operations
+
+# D.7 response opcodes and lists; next_hdr values (B.2)
+DEFAULT_RESPONSE, RESPONSE, RESPONSE_W_DATA, NO_RESPONSE = range(4)
+LIST_EXPECTED, LIST_OVERFLOW = 0, 1
+NH_SMALL, NH_MEDIUM, NH_STD, NH_RSP, NH_RSP_DATA, NH_RSP_DATA_SMALL = 1, 2, 3, 4, 5, 6
+REQUEST_NH = frozenset({NH_SMALL, NH_MEDIUM, NH_STD})
+RESPONSE_NH = frozenset({NH_RSP, NH_RSP_DATA, NH_RSP_DATA_SMALL})
+_HDR_KEY = {1: "ses.small", 2: "ses.medium", 3: "ses.std", 4: "ses.rsp", 5: "ses.rsp_data",
+            6: "ses.rsp_data_small"}
+
+# D.8 return codes
+RC_NULL, RC_OK = 0x00, 0x01
+RC_NO_MATCH, RC_UNSUPPORTED_OP, RC_UNSUPPORTED_SIZE = 0x05, 0x06, 0x07
+RC_AT_OUT_OF_RANGE, RC_PERM_VIOLATION, RC_OP_VIOLATION = 0x0C, 0x17, 0x18
+RC_BAD_JOB_ID, RC_BAD_MKEY, RC_BAD_ADDR, RC_TOO_LONG, RC_INITIATOR_ERR = 0x1B, 0x1C, 0x1D, 0x22, 0x23
+RC_CANCELLED = 0x1E
+
+MAX_ACK_DATA_SIZE = 16  # C.3 / C.9
+M14, M16, M32, M64 = (1 << 14) - 1, 0xFFFF, 0xFFFFFFFF, (1 << 64) - 1
+
+
+class SesError(UetError, ValueError):
+    """An operation the local API cannot express (bad length, unknown datatype, ...)."""
+
+
+@dataclass
+class SesConfig:
+    mtu: int = 4096                        # design.md Defaults: payload bytes per packet
+    max_ack_data: int = MAX_ACK_DATA_SIZE  # C.3 / C.9: read data inside an ACK
+    small_header: bool = True              # S2 / design.md Defaults
+    job_id: int = 0
+    pid_on_fep: int = 0
+    resource_index: int = 0
+    initiator: int = 0                     # D.3 initiator id carried in requests
+    check_job: bool = False                # T2
+    auto_receive: bool = False             # M7: every untagged message finds a receive
+    unexpected_limit: int = 64             # M2
+    unexpected_bytes: int = 1 << 24        # M2
+    max_message_bytes: int = 1 << 30       # T5
+    # R1-R3: partial multi-packet messages and the bytes they hold, per peer and in all
+    max_rx_messages: int = 256
+    max_rx_messages_per_peer: int = 64
+    rx_bytes: int = 2 << 30
+    rx_bytes_per_peer: int = (1 << 30) + (256 << 20)
+    partial_timeout: float = 5.0           # R3: seconds a partial message may sit idle
+    rendezvous_eager: int = 1024           # M5: bytes sent eagerly (capped at mtu)
+    seed: int = 0                          # restart tokens, rendezvous keys
+
+
+@dataclass
+class MemoryRegion:
+    key: int
+    buffer: bytearray
+    base: int = 0
+    readable: bool = True
+    writable: bool = True
+    atomic: bool = True
+    served: int = 0  # bytes read from it (rendezvous source regions, M5)
+
+
+@dataclass
+class Posted:
+    handle: int
+    capacity: int | None
+    match_bits: int | None  # None: untagged
+    ignore_bits: int = 0
+
+    def matches(self, tagged: bool, bits: int) -> bool:
+        if (self.match_bits is None) == tagged:
+            return False
+        return not tagged or ((bits ^ self.match_bits) & ~self.ignore_bits & M64) == 0
+
+
+@dataclass
+class RxMessage:
+    """Target state of one multi-packet message (keyed by (peer, message_id))."""
+    peer: Any
+    mid: int
+    opcode: int
+    length: int
+    tag: int | None
+    header_data: int = 0
+    dc: bool = False
+    buf: bytearray | None = None    # write: the region's buffer
+    asm: Any = None                  # send: a uet.native.Reassembly (its storage grows with
+    # the bytes that arrived, never with a claimed length, R1)
+    recv: Posted | None = None
+    charged: int = 0                 # R1: bytes charged to the peer's budget while partial
+    last: float = 0.0                # R3: when a packet of it last arrived
+    unexpected: bool = False
+    failed: bool = False            # T8: swallow the rest, no more responses
+    deferred: bool = False
+    offsets: set = field(default_factory=set)
+    got: int = 0
+    done: bool = False               # every byte arrived (unexpected messages wait for a recv)
+    pending_pull: int = 0            # rendezvous bytes still to read (M5)
+    kind: str = "send"               # send | write
+    region: MemoryRegion | None = None
+    base: int = 0                    # write: offset in region of message byte 0
+    mkey: int = 0
+    ids: tuple[int, int, int] = (0, 0, 0)  # D.2 job_id, pid_on_fep, resource_index
+
+
+@dataclass
+class Deferred:
+    peer: Any
+    itok: int
+    ttok: int
+    tagged: bool
+    tag: int
+    length: int
+    opcode: int
+    recv: Posted | None = None
+
+
+@dataclass
+class Operation:
+    """Initiator state of one operation."""
+    handle: int
+    op: str
+    peer: Any
+    mid: int
+    opcode: int
+    length: int = 0
+    data: bytes = b""
+    result: bytearray | None = None   # read / fetch: marks a data-returning op (len = length)
+    asm: Any = None                   # ... and reassembles what comes back (uet.native)
+    got: int = 0
+    fetch: bool = False
+    responded: bool = False
+    modified: int = 0
+    itok: int = 0
+    rdv_key: int | None = None
+    rdv_rest: int = 0
+    restarted: bool = False
+    params: dict = field(default_factory=dict)
+    on_done: Any = None               # internal reads (rendezvous pull)
+
+
+def field_int(f: Mapping[str, Any], k: str, default: int = 0) -> int:
+    """A header field as an int (flags as 0/1); a value of another type is bad input (E1)."""
+    v = f.get(k, default)
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    raise DecodeError(f"field {k!r} is {type(v).__name__}, not an integer", header="ses")
+
+
+def rc_name(rc: int) -> str:
+    from ..wire.enums import RETURN_CODE
+    return RETURN_CODE.symbol(rc) or f"0x{rc:02X}"

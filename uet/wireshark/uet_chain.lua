@@ -1,0 +1,282 @@
+--! Hand-written part of the dissector written by `uet wireshark` (uet/wireshark/lua.py), copied
+--! verbatim after runtime.lua: the UET packet chain (mirrors uet/wire/packet.py), the Info column
+--! summary and the UDP / IP protocol registration. Lines starting with "--!" are notes about this
+--! file and are not copied into the output.
+-- Info column summary of a UET packet
+local function uet_summary(ptype, pds, ses, sesh, ext, exth)
+  local t = {}
+  t[#t + 1] = VS.pds_type[ptype] or fmt("TYPE_%d", ptype)
+  if pds then
+    if ptype == 2 or ptype == 3 or ptype == 13 or ptype == 14 then
+      if pds.psn then t[#t + 1] = fmt("PSN=%d", pds.psn) end
+      if pds.syn == 1 then t[#t + 1] = "SYN" end
+    elseif ptype == 4 or ptype == 5 then
+      if pds.pkt_id then t[#t + 1] = fmt("PKT_ID=0x%08X", pds.pkt_id) end
+    elseif ptype == 7 or ptype == 8 or ptype == 9 then
+      if pds.cack_psn then t[#t + 1] = fmt("CACK=%d", pds.cack_psn) end
+      if pds.p == 1 then t[#t + 1] = "PROBE" elseif pds.ack_psn then t[#t + 1] = fmt("ACK=%d", pds.ack_psn) end
+      if pds.sack_base_psn then t[#t + 1] = fmt("SACK base=%d", pds.sack_base_psn) end
+      if pds.req and pds.req ~= 0 then t[#t + 1] = "REQ=" .. name_or_num(VS.ack_req, pds.req) end
+    elseif ptype == 10 or ptype == 12 then
+      if pds.nack_code then t[#t + 1] = name_or_num(VS.nack_code, pds.nack_code) end
+      if pds.nt == 1 and pds.pkt_id then t[#t + 1] = fmt("PKT_ID=0x%08X", pds.pkt_id)
+      elseif pds.nack_psn then t[#t + 1] = fmt("PSN=%d", pds.nack_psn) end
+    elseif ptype == 11 then
+      if pds.ctl_type then t[#t + 1] = name_or_num(VS.ctl_type, pds.ctl_type) end
+      if pds.psn then t[#t + 1] = fmt("PSN=%d", pds.psn) end
+      if pds.syn == 1 then t[#t + 1] = "SYN" end
+    end
+    if pds.retx == 1 then t[#t + 1] = "RETX" end
+  end
+  if ses and ses.opcode then
+    t[#t + 1] = sym(sesh, "opcode", ses.opcode) or fmt("OP_0x%02X", ses.opcode)
+    if ses.return_code then t[#t + 1] = name_or_num(VS.return_code, ses.return_code) end
+    if ses.som == 1 then t[#t + 1] = "SOM" end
+    if ses.eom == 1 then t[#t + 1] = "EOM" end
+  end
+  if ext and ext.atomic_opcode then t[#t + 1] = "AMO=" .. name_or_num(VS.amo_opcode, ext.atomic_opcode) end
+  return table.concat(t, " ")
+end
+
+-- The UET packet chain: [entropy] -> TSS | PDS -> SES (by next_hdr) -> SES extension (by opcode)
+-- -> payload -> CRC-32C trailer; mirrors uet/wire/packet.py decode_uet().
+local function dissect_uet(tvb, pinfo, root, ip_mode)
+  read_prefs()
+  local n = tvb:len()
+  pinfo.cols.protocol = PN:upper()
+  local top = root:add(proto, tvb())
+  if REG_NOTE then top:add(F["uet:note"], tvb(0, 0), REG_NOTE):set_generated() end
+  local probs = {}
+  local info = {}
+  local off = 0
+  if ip_mode then
+    local ent, sz = add_header(H["entropy"], tvb, 0, n, top, EF, probs)
+    if ent == nil then
+      pinfo.cols.info = "UET entropy header [truncated]"
+      return n
+    end
+    off = sz
+  end
+  local endp = n
+  local crc_value, crc_ok, crc_have, crc_msg = nil, nil, false, nil
+  local crc_computed = nil
+  local is_tss = off < n and floor(tvb(off, 1):uint() / 8) == 1
+  local mode = OPT.trailer
+  if is_tss then
+    -- F: the 16-byte GCM tag replaces the CRC trailer; cut after the TSS header is read
+  elseif mode ~= "none" and endp - off >= CRC_TRAILER_LEN then
+    local carried = tvb(n - CRC_TRAILER_LEN, CRC_TRAILER_LEN):uint()
+    local seed = crc_seed(tvb, ip_mode)
+    if seed ~= nil then crc_computed = crc_update(T32C, seed, tvb:raw(0, n - CRC_TRAILER_LEN)) end
+    if mode == "crc" then
+      crc_have, crc_value = true, carried
+      endp = endp - CRC_TRAILER_LEN
+      if crc_computed == nil then
+        crc_msg = "crc: no IP context, trailer not verified"
+      else
+        crc_ok = (crc_computed == carried)
+        if not crc_ok then
+          crc_msg = fmt("crc: CRC-32C trailer mismatch: carries 0x%08x, computed 0x%08x", carried, crc_computed)
+        end
+      end
+    elseif crc_computed == carried then
+      crc_have, crc_value, crc_ok = true, carried, true
+      endp = endp - CRC_TRAILER_LEN
+    end
+  elseif mode == "crc" then
+    crc_msg = "crc: packet too short to carry a CRC-32C trailer"
+  end
+  if crc_msg and not crc_have then report(top, EF.crc, nil, crc_msg, probs) end
+
+  local payload_len = 0
+  local ptype, pds, ses, sesh, ext, exth = nil, nil, nil, nil, nil, nil
+  local tss = nil
+  local pds_off, pds_items, pds_vals, ses_vals = 0, nil, nil, nil
+  local truncated, malformed = false, false
+  repeat
+    if off >= endp then
+      report(top, EF.malformed, nil, "pds: empty UET packet", probs)
+      malformed = true
+      payload_len = 0
+      break
+    end
+    ptype = floor(tvb(off, 1):uint() / 8)
+    if ptype == 1 then
+      local v, sz, _, tv = add_header(H["tss"], tvb, off, endp, top, EF, probs)
+      tss = tv
+      truncated = (v == nil)
+      if v then
+        local after = endp - off - sz
+        payload_len = max(after - TSS_ICV_LEN, 0)
+        endp = n - min(after, TSS_ICV_LEN)
+        if after < TSS_ICV_LEN then
+          report(top, EF.malformed, nil,
+                 fmt("tss: %d bytes after the header, fewer than the %d-byte ICV (F)", after, TSS_ICV_LEN), probs)
+        end
+        if payload_len > 0 then top:add(F["uet:encrypted"], tvb(off + sz, payload_len)) end
+      else
+        payload_len = 0
+      end
+      break
+    end
+    local h = PDS_BY_TYPE[ptype]
+    if h == nil then
+      top:add(F["uet:pds.type"], tvb(off, 1))
+      local what = (ptype == 0) and "reserved" or "not assigned"
+      report(top, EF.malformed, tvb(off, 1), fmt("pds: type %d is %s (B.1)", ptype, what), probs)
+      malformed = true
+      payload_len = endp - off
+      break
+    end
+    local sz
+    pds_off = off
+    pds, sz, _, pds_vals, pds_items = add_header(h, tvb, off, endp, top, EF, probs)
+    if pds == nil then
+      payload_len = 0
+      truncated = true
+      break
+    end
+    off = off + sz
+    if ptype == 4 and pds.m == 1 then
+      report(top, EF.protocol, nil, "pds: M flag set on a RUDI request (defined for responses only, B.13)", probs)
+    end
+    local nh = 0
+    if ptype ~= 11 then nh = pds.next_hdr or 0 end
+    if nh ~= 0 then
+      sesh = SES_BY_NEXT_HDR[nh]
+      if sesh == nil then
+        report(top, EF.malformed, nil, fmt("pds: next_hdr %d is reserved (B.2); the rest is not decoded", nh), probs)
+        malformed = true
+      else
+        local ssz, ssub
+        ses, ssz, ssub, ses_vals = add_header(sesh, tvb, off, endp, top, EF, probs)
+        if ses == nil then
+          off = endp
+          truncated = true
+        else
+          off = off + ssz
+          if nh == 1 or nh == 2 or nh == 3 then
+            local op = ses.opcode
+            if (nh == 1 or nh == 2) and not (ses.som == 1 and ses.eom == 1) then
+              report(ssub, EF.protocol, nil, sesh.key .. ": single-packet header without both SOM and EOM (D.4)", probs)
+            end
+            if op == 7 and ptype ~= 6 then
+              report(ssub, EF.protocol, nil, "ses: DATAGRAM_SEND is only legal with UUD (C.8)", probs)
+            end
+            if ATOMIC_OPCODES[op] then
+              local amo = nil
+              if off < endp then amo = tvb(off, 1):uint() end
+              local cswap = amo ~= nil and (CSWAP_AMO_OPCODES[amo] or (OPT.mswap_cswap_ext and amo == MSWAP_AMO_OPCODE))
+              exth = cswap and H["ses.cswap"] or H["ses.atomic"]
+            elseif RENDEZVOUS_OPCODES[op] and nh == 3 then
+              exth = H["ses.rendezvous"]
+            end
+            if exth then
+              local esz
+              ext, esz = add_header(exth, tvb, off, endp, ssub, EF, probs)
+              if ext == nil then off = endp; truncated = true else off = off + esz end
+            end
+          end
+        end
+      end
+    end
+    payload_len = max(endp - off, 0)
+  until true
+
+  -- SACK bitmap as PSNs (bit i = PSN sack_base_psn + i, bit 0 = LSB of the 64-bit field)
+  if pds and pds.sack_base_psn ~= nil then
+    local it = nil
+    for _, d in ipairs(PDS_BY_TYPE[ptype].vars[1].fields) do
+      if d.n == "sack_bitmap" then it = d end
+    end
+    if it then
+      local r = tvb(pds_off + it.b, 8)
+      local hi, lo = r:range(0, 4):uint(), r:range(4, 4):uint()
+      local psns = {}
+      for i = 0, 63 do
+        local word, bit = lo, i
+        if i >= 32 then word, bit = hi, i - 32 end
+        if floor(word / POW2[bit]) % 2 == 1 then psns[#psns + 1] = (pds.sack_base_psn + i) % 4294967296 end
+      end
+      local parent = (pds_items and pds_items.sack_bitmap) or top
+      local st = parent:add(F["uet:pds.sack_bitmap.psn"], r, #psns)
+      st:set_text(fmt("SACK bitmap: %d PSNs received", #psns))
+      st:set_generated()
+      for _, psn in ipairs(psns) do st:add(F["uet:pds.sack_bitmap.psn"], r, psn):set_generated() end
+    end
+  end
+
+  top:add(F["uet:payload_len"], tvb(off < n and off or n, 0), payload_len):set_generated()
+  if payload_len > 0 and off < endp and not tss then top:add(F["uet:payload"], tvb(off, payload_len)) end
+  if is_tss and n - endp > 0 then top:add(F["uet:icv"], tvb(endp, n - endp)) end
+  if crc_have then
+    local ci = top:add(F["uet:crc.value"], tvb(n - CRC_TRAILER_LEN, CRC_TRAILER_LEN))
+    if crc_ok ~= nil then
+      top:add(F["uet:crc.ok"], tvb(n - CRC_TRAILER_LEN, CRC_TRAILER_LEN), crc_ok):set_generated()
+    end
+    if crc_ok == false then
+      report(ci, EF.bad_crc, nil, crc_msg, probs)
+      info[#info + 1] = "[bad CRC]"
+    elseif crc_msg then
+      report(ci, EF.crc, nil, crc_msg, probs)
+    end
+  end
+  local dscp = dscp_of(tvb)
+  if dscp == 11 then
+    report(top, EF.trimmed, nil, "DSCP 11: packet trimmed by the fabric (C.6)", nil)
+    info[#info + 1] = "[trimmed]"
+  end
+
+  local text
+  if tss then
+    text = fmt("TSS SDI=0x%06X AN=%d [encrypted]", tss.sdi or 0, tss.an or 0)
+  elseif ptype ~= nil then
+    text = uet_summary(ptype, pds_vals, ses_vals, sesh, ext, exth)
+  else
+    text = "UET (empty)"
+  end
+  if truncated then
+    text = text .. " [truncated]"
+  elseif malformed then
+    text = text .. " [malformed]"
+  end
+  if #info > 0 then text = text .. " " .. table.concat(info, " ") end
+  pinfo.cols.info = text
+  top:append_text(", " .. text)
+  return n
+end
+
+function proto.dissector(tvb, pinfo, tree)
+  return dissect_uet(tvb, pinfo, tree, false)
+end
+
+function proto_ip.dissector(tvb, pinfo, tree)
+  return dissect_uet(tvb, pinfo, tree, true)
+end
+
+local udp_table = DissectorTable.get("udp.port")
+local current_port = 0
+local function register_port()
+  local p = proto.prefs.udp_port
+  if p == current_port then return end
+  if current_port ~= 0 then udp_table:remove(current_port, proto) end
+  current_port = p
+  if p ~= 0 then udp_table:add(p, proto) end
+end
+function proto.prefs_changed()
+  read_prefs()
+  register_port()
+end
+register_port()
+pcall(function() udp_table:add_for_decode_as(proto) end)
+-- UDP gives a frame to the lower port's dissector first, and the UET entropy (the source port) can
+-- be any port: a heuristic that claims frames to or from the UET port lets the preference
+-- udp.try_heuristic_first:TRUE win those back.
+proto:register_heuristic("udp", function(tvb, pinfo, tree)
+  if current_port ~= 0 and (pinfo.dst_port == current_port or pinfo.src_port == current_port) then
+    dissect_uet(tvb, pinfo, tree, false)
+    return true
+  end
+  return false
+end)
+DissectorTable.get("ip.proto"):add(UET_IP_PROTO, proto_ip)
