@@ -91,3 +91,31 @@ def test_needed_and_reserve_count_the_chunks_a_range_touches(impl):
     assert r.place(3, b"ab") == 2 and r.allocated == 8  # placing into reserved chunks is free
     with pytest.raises(ValueError):
         r.reserve(9, 2)
+
+
+@SETTINGS
+@given(st.integers(1, 300), st.integers(1, 64),
+       st.lists(st.tuples(st.booleans(), st.integers(-4, 310), st.binary(max_size=80)),
+                max_size=30))
+def test_place_allocated_is_place_inside_a_chunk_in_use_and_nothing_else(length, chunk, ops):
+    """place_allocated (the SES fast twin's placement, uet/ses/fastpath.py): inside one chunk
+    already in use it does what place does; anywhere else it returns None and changes nothing."""
+    import uet.native
+
+    for engine in {uet.native._impl.Reassembly, uet.native._twin.Reassembly}:
+        r = Reassembly(length, chunk=chunk, engine=engine)
+        m = Model(length)
+        for fast, off, data in ops:
+            if not fast:
+                assert _call(r.place, off, data) == m.place(off, data)
+                continue
+            before = (r.received, r.allocated, r.missing())
+            inside = (0 <= off and data and off + len(data) <= length
+                      and off // chunk == (off + len(data) - 1) // chunk
+                      and r.needed(off, len(data)) == 0)
+            got = r.place_allocated(off, data)
+            if inside:
+                assert got == m.place(off, data) and r.allocated == before[1]
+            else:
+                assert got is None and (r.received, r.allocated, r.missing()) == before
+        assert bytes(r.take()) == bytes(m.buf)

@@ -142,6 +142,23 @@ class Reassembly(MessageSpan):
         self._received += new
         return new
 
+    def place_allocated(self, offset: int, data: Any) -> int | None:
+        """:meth:`place` for a placement that lies inside one chunk already in use (the middle
+        of a message whose storage is charged): the new bytes; None, and nothing changed, for
+        any other placement."""
+        n = len(data)
+        chunk = self._chunk
+        index = offset // chunk
+        base = index * chunk
+        if offset < 0 or n <= 0 or offset + n > base + chunk or offset + n > self._length:
+            return None
+        e = self._chunks.get(index)
+        if e is None:
+            return None
+        new = e.place(offset - base, data)
+        self._received += new
+        return new
+
     def has(self, offset: int, length: int) -> bool:
         """True iff every byte of [offset, offset + length) has arrived."""
         lo, hi = self._range(offset, length)

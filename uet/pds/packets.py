@@ -146,7 +146,8 @@ class AckEncoder:
     """A target PDC's ACKs (A2): ACK_CC with the NSCC state (cc_type 0, design.md default) or a
     plain ACK; the constant fields (type, PDC ids, MPR) set once, the rest ORed in per ACK."""
 
-    __slots__ = ("plain", "size", "_const", "_sh", "_next_hdr")
+    __slots__ = ("plain", "size", "_const", "_p", "_aoff", "_cack", "_m", "_retx", "_req",
+                 "_nh", "_soff", "_bm", "_rb", "_ooo")
 
     def __init__(self, ack_type: str, spdcid: int, dpdcid: int, mpr: int):
         self.plain = ack_type == "ack"
@@ -157,33 +158,37 @@ class AckEncoder:
         if not self.plain:
             fields["mpr"] = mpr
         self._const = lay.const(fields)
-        self._sh = lay.shift
+        sh = lay.shift  # the fields' places, looked up once (an ACK goes out every few packets)
+        self._p, self._aoff, self._cack, self._m, self._retx, self._req, self._nh = (
+            sh[n] for n in ("p", "ack_psn_offset", "cack_psn", "m", "retx", "req", "next_hdr"))
+        self._soff, self._bm, self._rb, self._ooo = (
+            (0, 0, 0, 0) if self.plain else
+            (sh[n] for n in ("sack_psn_offset", "sack_bitmap", "rcvd_bytes", "ooo_count")))
 
-    def pack(self, cack: int, ack_psn_offset: int, *, m: bool = False, retx: bool = False,
-             probe: int | None = None, req: int = 0, next_hdr: int = 0, sack_psn_offset: int = 0,
-             sack_bitmap: int = 0, rcvd_bytes: int = 0, ooo_count: int = 0) -> bytes:
+    def pack(self, cack: int, ack_psn_offset: int, m: bool, retx: bool, next_hdr: int,
+             sack_psn_offset: int, sack_bitmap: int, rcvd_bytes: int, ooo_count: int,
+             probe: int | None = None, req: int = 0) -> bytes:
         """One ACK: ``ack_psn_offset`` clamped to 16 signed bits; ``probe`` (an opaque value)
-        makes it a probe answer (P = 1, B.7)."""
-        sh = self._sh
+        makes it a probe answer (P = 1, B.7). The SACK fields and the NSCC state (ACK_CC,
+        cc_type 0) are ignored by a plain ACK."""
         if probe is not None:  # probe_opaque sits where ack_psn_offset does (checked above)
-            v = self._const | (1 << sh["p"]) | ((probe & 0xFFFF) << sh["ack_psn_offset"])
+            v = self._const | (1 << self._p) | ((probe & 0xFFFF) << self._aoff)
         else:
             o = -32768 if ack_psn_offset < -32768 else min(ack_psn_offset, 32767)
-            v = self._const | ((o & 0xFFFF) << sh["ack_psn_offset"])
-        v |= (cack & M32) << sh["cack_psn"]
+            v = self._const | ((o & 0xFFFF) << self._aoff)
+        v |= (cack & M32) << self._cack
         if m:
-            v |= 1 << sh["m"]
+            v |= 1 << self._m
         if retx:
-            v |= 1 << sh["retx"]
+            v |= 1 << self._retx
         if req:
-            v |= req << sh["req"]
+            v |= req << self._req
         if next_hdr:
-            v |= next_hdr << sh["next_hdr"]
+            v |= next_hdr << self._nh
         if not self.plain:
             so = -32768 if sack_psn_offset < -32768 else min(sack_psn_offset, 32767)
-            v |= (((so & 0xFFFF) << sh["sack_psn_offset"]) | (sack_bitmap << sh["sack_bitmap"])
-                  | ((rcvd_bytes & 0xFFFFFF) << sh["rcvd_bytes"])
-                  | ((ooo_count & 0xFFFF) << sh["ooo_count"]))
+            v |= (((so & 0xFFFF) << self._soff) | (sack_bitmap << self._bm)
+                  | ((rcvd_bytes & 0xFFFFFF) << self._rb) | ((ooo_count & 0xFFFF) << self._ooo))
         return v.to_bytes(self.size, "big")
 
 

@@ -238,11 +238,9 @@ class Target(PdcSide):
             self.pending_ar = None
         rsp = self.responses.get(psn) if self.responses else None
         acks = self.acks
-        body = acks.pack(cack, pdiff(psn, cack), m=ce, retx=retx, probe=probe,
-                         next_hdr=rsp[0] if rsp is not None else 0,
-                         sack_psn_offset=pdiff(sb, cack),
-                         sack_bitmap=0 if acks.plain else win.sack_word(sb),
-                         rcvd_bytes=self.rcvd_bytes, ooo_count=self.ooo_count)
+        body = acks.pack(cack, pdiff(psn, cack), ce, retx, rsp[0] if rsp is not None else 0,
+                         pdiff(sb, cack), 0 if acks.plain else win.sack_word(sb),
+                         self.rcvd_bytes, self.ooo_count, probe)
         self.ep.send_answer(meta, body if rsp is None else body + rsp[1])
 
     # --- control ---------------------------------------------------------------------------------

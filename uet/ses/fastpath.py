@@ -1,7 +1,7 @@
 """The SES target's fast path (:meth:`SesEndpoint.take`): a twin of the reference
 (:meth:`SesEndpoint.admit` and :meth:`SesEndpoint.deliver`, the rules of :mod:`uet.ses.target`)
 for the one case that makes up nearly every packet of a long message - a middle packet of a SEND
-or TAGGED_SEND already in reassembly, whose storage fits the budget (R2) - and for nothing else.
+or TAGGED_SEND already in reassembly - and for nothing else.
 
 It takes a packet only when all of these hold, and changes nothing otherwise (the caller then
 goes the reference way):
@@ -11,10 +11,12 @@ goes the reference way):
   failed (T8), is not deferred (M4), has the packet's opcode and request length;
 * ``payload_length`` is the payload present and the payload ends inside the message (T5);
 * the packet does not complete the message (completion, the response and delivery are the
-  reference's), and the target does not check job ids (T2).
+  reference's), the target does not check job ids (T2), and its bytes land in storage already in
+  use (a packet that needs a new reassembly chunk, charged to the peer's budget by R1 and R2,
+  goes the reference way: one in 64 at the default 4096-byte MTU).
 
-What it does is what the reference does for such a packet: the bytes placed (R1: the new storage
-charged to the peer), the message's idle time restarted (R3), a repeat counted as a duplicate.
+What it does is what the reference does for such a packet: the bytes placed, the message's idle
+time restarted (R3), a repeat counted as a duplicate.
 No response: the reference gives none before the last byte (M6). tests/ses/test_fastpath.py
 feeds the same packet sequences through both and requires the same responses, events and state;
 ``ENABLED = False`` turns it off.
@@ -46,18 +48,13 @@ def take(ses: Any, peer: Any, next_hdr: int, data: Any, now: float) -> bool:
     if (rx is None or rx.asm is None or rx.failed or rx.deferred or rx.opcode != opcode
             or rx.length != length or rx.got + n >= length):
         return False
-    asm = rx.asm
-    need = asm.needed(offset, n)
-    if need and not ses.budget.fits_bytes(peer, need):
-        return False  # R2: admit refuses it (NO_PKT_BUFFER)
+    new = rx.asm.place_allocated(offset, data[STD_SIZE:])
+    if new is None:
+        return False  # new storage to charge (R1, R2): the reference's
     ses.stats["requests"] += 1
     rx.last = ses._now
-    new = asm.place(offset, data[STD_SIZE:])
-    if not new:
+    if new:
+        rx.got += new
+    else:
         ses.stats["duplicate_packets"] += 1
-        return True
-    rx.got += new
-    if need:
-        ses.budget.charge(peer, need, force=True)
-        rx.charged += need
     return True
