@@ -187,8 +187,8 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None) -> int:
                         print(f"uet recv: {error}", file=err, flush=True)
                         break
                     if not args.quiet:
-                        print(f"uet recv: message {n_msgs} from {m.peer} (pdc {m.pdcid}, "
-                              f"message {m.message_id}, job {m.job_id}, pid {m.pid_on_fep}, "
+                        print(f"uet recv: message {n_msgs} from {m.peer} (SES message "
+                              f"{m.message_id}, job {m.job_id}, pid {m.pid_on_fep}, "
                               f"ri {m.resource_index}): {len(m.data)} bytes sha256 {digest}",
                               file=err, flush=True)
                 else:
