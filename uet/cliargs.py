@@ -106,20 +106,27 @@ def _bad(s: str, what: str) -> argparse.ArgumentTypeError:
     return argparse.ArgumentTypeError(f"{s or repr(s)}: {what}")
 
 
-def integer(lo: int, hi: int, what: str) -> Callable[[str], int]:
-    """A type: an integer from ``lo`` to ``hi``; ``what`` says what it is, with an example."""
+def _ranged(convert: Callable[[str], int], lo: int, hi: int, what: str,
+            name: str) -> Callable[[str], int]:
+    """A type: ``convert(s)`` (ValueError: not one) from ``lo`` to ``hi``; argparse says
+    ``name`` when it names the type."""
 
     def parse(s: str) -> int:
         try:
-            v = int(s)
+            v = convert(s)
         except ValueError:
             raise _bad(s, what) from None
         if not lo <= v <= hi:
             raise _bad(s, what)
         return v
 
-    parse.__name__ = "integer"
+    parse.__name__ = name
     return parse
+
+
+def integer(lo: int, hi: int, what: str) -> Callable[[str], int]:
+    """A type: an integer from ``lo`` to ``hi``; ``what`` says what it is, with an example."""
+    return _ranged(int, lo, hi, what, "integer")
 
 
 def _byte_count(s: str) -> int:
@@ -135,18 +142,7 @@ def _byte_count(s: str) -> int:
 def byte_count(lo: int, hi: int, what: str) -> Callable[[str], int]:
     """A type: a byte count from ``lo`` to ``hi`` with an optional k/m/g/t suffix (``64k``,
     ``16MiB``, ``1.5g``)."""
-
-    def parse(s: str) -> int:
-        try:
-            v = _byte_count(s)
-        except ValueError:
-            raise _bad(s, what) from None
-        if not lo <= v <= hi:
-            raise _bad(s, what)
-        return v
-
-    parse.__name__ = "size"
-    return parse
+    return _ranged(_byte_count, lo, hi, what, "size")
 
 
 def real(lo: float, hi: float, what: str, *, open_lo: bool = False,

@@ -199,3 +199,15 @@ def established_target(*, host: bool = False, **cfg: Any) -> tuple[Any, int]:
     (ack, _), = out(ep)
     events(ep)
     return ep, ack["pds"]["spdcid"]
+
+
+def fire_timers(now: float, *hosts: Any) -> float | None:
+    """The earliest timer of ``hosts``, fired on all of them at that time (never before
+    ``now``); None when none has a timer."""
+    t = min((x for x in (h.get_timer() for h in hosts) if x is not None), default=None)
+    if t is None:
+        return None
+    now = max(now, t)
+    for h in hosts:
+        h.handle_timer(now)
+    return now

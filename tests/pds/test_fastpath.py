@@ -19,6 +19,8 @@ from uet.ses import SesConfig
 from uet.ses import fastpath as ses_fast
 from uet.sim import SimConfig, Simulator
 
+from .helpers import fire_timers
+
 A, B = "10.0.0.1", "10.0.0.2"
 
 SCENARIOS = [
@@ -90,12 +92,10 @@ def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int) -> list
         for dst, d, m in net:
             dst.receive_datagram(d, m, now)
         if not net:
-            t = min((x for x in (a.get_timer(), b.get_timer()) if x is not None), default=None)
-            if t is None:
+            fired = fire_timers(now, a, b)
+            if fired is None:
                 break
-            now = max(now, t)
-            a.handle_timer(now)
-            b.handle_timer(now)
+            now = fired
         for h in (a, b):
             while (e := h.next_event()) is not None:
                 log.append((h.address, _event(e)))

@@ -16,6 +16,8 @@ from uet.pds import PdsConfig
 from uet.ses import SesConfig
 from uet.ses.events import MessageReceived, OperationComplete, OperationFailed
 
+from .helpers import fire_timers
+
 A, B = "10.0.0.1", "10.0.0.2"
 
 
@@ -77,12 +79,10 @@ def run_schedule(mode, sizes, actions, seed=0, mtu=512):
     # heal: deliver everything in order, fire timers, until done
     for _ in range(5000):
         if not net:
-            t = min((x for x in (a.get_timer(), b.get_timer()) if x is not None), default=None)
-            if t is None:
+            fired = fire_timers(now, a, b)
+            if fired is None:
                 break
-            now = max(now, t)
-            a.handle_timer(now)
-            b.handle_timer(now)
+            now = fired
         while net:
             now += 1e-6
             dst, d, m = net.pop(0)
