@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from uet import wire
-from uet.pds.config import DatagramMeta
+from uet.pds import DatagramMeta
 from uet.pds.rudi import RudiConfig, RudiEndpoint, RudiRequest, RudiRequestFailed, RudiResponse
 from uet.pds.uud import UudDatagram, UudEndpoint
 from uet.ses import DatagramReceived, MessageError, OperationComplete, OperationFailed, SesConfig, SesEndpoint

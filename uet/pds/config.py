@@ -9,7 +9,6 @@ from typing import Callable
 
 from .. import UET_UDP_PORT
 from ..cms import CongestionControl, FixedWindow
-from .datagram import CE, DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0, ECT1, NOT_ECT, DatagramMeta  # noqa: F401
 from ..multipath import EntropySelector, make_selector
 
 def _default_cc(cfg: "PdsConfig") -> CongestionControl:

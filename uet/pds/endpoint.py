@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, deque
-from typing import Any, Callable
+from typing import Callable
 
 from ..errors import DecodeError
 from ..wire.enums import (ACK_TYPES, CONTROL_TYPE, CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ,

@@ -70,7 +70,7 @@ SYN_SENT, ESTABLISHED, CLOSING, CLOSED = "syn_sent", "established", "closing", "
 class _Item:
     """An upper-layer item on this PDC: how far it got."""
 
-    __slots__ = ("item", "next", "unacked", "queued_all", "done", "failed", "psns")
+    __slots__ = ("item", "next", "unacked", "queued_all", "done", "psns")
 
     def __init__(self, item: Any):
         self.item = item
@@ -78,7 +78,6 @@ class _Item:
         self.unacked = 0
         self.queued_all = False
         self.done = False
-        self.failed = False
         self.psns: list[int] = []
 
 

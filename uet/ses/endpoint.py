@@ -38,8 +38,8 @@ from ..errors import DecodeError, EncodeError
 from . import events as ev
 from . import fastpath
 from .budget import BudgetLimits, ReceiveBudget
-from .common import (M16, REQUEST_NH, RESPONSE_NH, RC_UNSUPPORTED_SIZE, Deferred, MemoryRegion,
-                     Operation, Posted, RxMessage, SesConfig, SesError)
+from .common import (REQUEST_NH, RESPONSE_NH, RC_UNSUPPORTED_SIZE, Deferred, MemoryRegion,
+                     Operation, Posted, RxMessage, SesConfig)
 from .initiator import InitiatorSide
 from .packets import SesPacket, decode_ses
 from .target import TargetSide

@@ -34,7 +34,7 @@ from .common import (ATOMIC, DATAGRAM_SEND, DEFAULT_RESPONSE,
                      DEFERRABLE_RTR, DEFERRABLE_SEND, DEFERRABLE_TSEND, FETCHING_ATOMIC, M16, M32,
                      M64, MSG_ERROR, NH_RSP, NH_RSP_DATA, NH_STD, NO_OP, READ, RC_CANCELLED,
                      RC_NO_MATCH, RC_NULL, RC_OK, RENDEZVOUS_SEND, RENDEZVOUS_TSEND, SEND,
-                     TAGGED_SEND, WRITE, Deferred, Operation, SesError, field_int, rc_name)
+                     TAGGED_SEND, WRITE, MemoryRegion, Operation, SesError, field_int, rc_name)
 from .packets import SesPacket, cut
 
 

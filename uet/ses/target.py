@@ -86,9 +86,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..errors import DecodeError
 from ..native import Reassembly
-from ..wire import codec
 from ..wire.uet_headers import RENDEZVOUS_OPCODES
 from . import atomics as amo
 from . import events as ev
