@@ -102,6 +102,7 @@ class Recorder:
         self.failures: list[tuple[Any, str]] = []
         self.waiting: set[Any] = set()  # tokens whose response is still awaited (X5)
         self.respond: dict[int, tuple[int, bytes]] = {}  # PSN -> the response to return
+        self.pressure_value = 0.0  # what pressure() says (A5 of uet/pds/target.py)
 
     def admit(self, peer: str, next_hdr: int, data: memoryview) -> int:
         return self.admit_code
@@ -112,6 +113,9 @@ class Recorder:
 
     def take(self, peer: str, next_hdr: int, data: memoryview, now: float) -> bool:
         return False  # no fast twin: every request through admit and deliver
+
+    def pressure(self, peer: str) -> float:
+        return self.pressure_value
 
     def acked(self, token: Any, now: float) -> None:
         self.completed.append(token)

@@ -395,12 +395,31 @@ def test_c5_nack_outside_send_window_is_ignored():
     assert ep.stats["stale_nack"] == 2
 
 
-def test_b11_nack_retry_limit_closes():
-    ep, h, p0 = _one_outstanding()
-    for i in range(6):
-        ep.receive_datagram(*nack_to(p0["spdcid"], p0["psn"], NC["TRIMMED"]), 1e-5 * (i + 1))
+def _nack_repeatedly(ep, p0, code, times):
+    for i in range(times):
+        ep.receive_datagram(*nack_to(p0["spdcid"], p0["psn"], code), 1e-5 * (i + 1))
         out(ep, 1e-5 * (i + 1))
-    assert any(isinstance(e, PdcClosed) and e.error for e in events(ep))
+    return [e for e in events(ep) if isinstance(e, PdcClosed) and e.error]
+
+
+def test_b11_nack_retry_limit_closes():
+    """C.9 MAX_NACK_RETX_CNT 5: the sixth NACK-driven resend of one PSN closes the PDC."""
+    ep, h, p0 = _one_outstanding()
+    assert not _nack_repeatedly(ep, p0, NC["PKT_NOT_RCVD"], 5)
+    closed = _nack_repeatedly(ep, p0, NC["PKT_NOT_RCVD"], 1)
+    assert len(closed) == 1 and "PKT_NOT_RCVD retry limit" in closed[0].reason
+
+
+@pytest.mark.parametrize("name", ["TRIMMED", "TRIMMED_LASTHOP", "TRIMMED_ACK"])
+def test_i10_trims_count_against_their_own_limit(name):
+    """I10 choice: a trim is congestion; trims of one PSN count against max_trim_retx, not C.9's
+    MAX_NACK_RETX_CNT."""
+    ep = initiator(rto_initial=50e-3, max_trim_retx=8)
+    send(ep, B, bytes(4096 * 2))
+    p0 = out(ep)[0][0]["pds"]
+    assert not _nack_repeatedly(ep, p0, NC[name], 8)  # more than max_nack_retx (5): still open
+    closed = _nack_repeatedly(ep, p0, NC[name], 1)
+    assert len(closed) == 1 and f"{name} retry limit" in closed[0].reason
 
 
 # --- C.7 close --------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Oblivious spraying policies (round-robin and seeded random), the single-EV ECMP baseline, and
-:func:`make_selector`, which builds one by name. Path health (H1-H4) is the base class's."""
+:func:`make_selector`, which builds one by name (these, or REPS and htsim's oblivious spraying
+from reps.py). Path health (H1-H4) is the base class's."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import random
 from typing import Sequence
 
 from .base import EPHEMERAL_LO, EntropySelector, entropy_values
+from .reps import ObliviousSpray, Reps
 
 
 class RoundRobinSpray(EntropySelector):
@@ -57,9 +59,15 @@ class SingleEntropy(EntropySelector):
             self.values = [self.value]
 
 
+#: the names :func:`make_selector` knows
+SELECTOR_KINDS = ("rr", "random", "single", "reps", "oblivious")
+
+
 def make_selector(kind: str, n: int = 64, seed: int | random.Random = 0) -> EntropySelector:
-    """``rr`` (round-robin spraying), ``random`` (seeded random spraying) or ``single`` (one EV:
-    the ECMP baseline) over ``n`` seeded entropy values."""
+    """``rr`` (round-robin spraying), ``random`` (seeded random spraying), ``single`` (one EV:
+    the ECMP baseline), ``reps`` (REPS with its defaults, E.5/E.6: reps.py) or ``oblivious``
+    (each EV once per round of ``n`` in a new seeded order, E.6: reps.py) over ``n`` seeded
+    entropy values."""
     rng = seed if isinstance(seed, random.Random) else random.Random(seed)
     if kind == "rr":
         return RoundRobinSpray(entropy_values(n, rng))
@@ -67,4 +75,7 @@ def make_selector(kind: str, n: int = 64, seed: int | random.Random = 0) -> Entr
         return RandomSpray(entropy_values(n, rng), rng)
     if kind == "single":
         return SingleEntropy(entropy_values(1, rng)[0], rng)
-    raise ValueError(f"unknown entropy selection {kind!r} (rr, random, single)")
+    if kind in ("reps", "oblivious"):
+        cls = Reps if kind == "reps" else ObliviousSpray
+        return cls(entropy_values(n, rng), rng)
+    raise ValueError(f"unknown entropy selection {kind!r} ({', '.join(SELECTOR_KINDS)})")

@@ -38,6 +38,7 @@ class PdsConfig:
     max_rto_retx: int = 5                     # C.5 / C.9 MAX_RTO_RETX_CNT (consecutive timeouts)
     nack_retx_time: float = 1e-3              # C.9 NACK_RETX_TIME: delay for resource NACKs
     max_nack_retx: int = 5                    # C.9 MAX_NACK_RETX_CNT per packet
+    max_trim_retx: int = 1000                 # I10 choice: trim-driven resends per packet
     tail_loss_time: float | None = None       # C.9 TAIL_LOSS_TIME; None = 2 srtt (min tlp_min)
     tlp_min: float = 20e-6
     max_tail_loss_retx: int = 5               # C.9 MAX_TAIL_LOSS_RETX
@@ -58,7 +59,7 @@ class PdsConfig:
     resource_backoff_max: float = 1.0         # each nack_retx_time x 2^k, at most this (s): ~12 s
                                               # in all, longer than the target's reaping times
     window_bytes: int = 1 << 20               # FixedWindow size
-    spray: str = "rr"                         # rr | random | single
+    spray: str = "rr"                         # rr | random | single | reps | oblivious
     entropy_values: int = 64
     cc_factory: Callable[["PdsConfig"], CongestionControl] = _default_cc
     entropy_factory: Callable[["PdsConfig", random.Random], EntropySelector] = _default_entropy

@@ -18,7 +18,11 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision where 
       ``max_resource_retx`` times (about 12 s in all: longer than the target's reaping, T3, and
       the SES's expiry of partial messages, R3); close the PDC in error; re-base on NEW_START_PSN (before establishment only); ignore
       RCVD_SES_PROCG (the RTO covers it). More than ``max_nack_retx`` NACK-driven resends of one
-      PSN close the PDC in error; one resend per loss however many NACKs name it.
+      PSN close the PDC in error; one resend per loss however many NACKs name it. Choice: trims
+      (TRIMMED, TRIMMED_LASTHOP, TRIMMED_ACK) count against ``max_trim_retx`` instead (default
+      1000): a trim is congestion, not an error, and a sender in a 16-to-1 incast without
+      congestion control (``--cc fixed``) sees 20 to 40 of them for one PSN; the bound still
+      ends a PDC whose fabric trims everything.
   I11 C.5: a NACK or ACK naming a PSN outside [send base, next PSN - 1] changes nothing (counted).
   I12 B.4: ACK REQ = 1 -> send CLEAR (ctl 2, payload = CLEAR_PSN); REQ = 2 or CLOSE_REQ -> close.
   I13 C.1 / A.1: ACKs, NACKs and control packets for an initiator PDC count only when they come
@@ -58,7 +62,7 @@ from . import fastpath
 from .datagram import DSCP_CONTROL, ECT0, NOT_ECT, DatagramMeta, seal
 from .packets import Ack, Control, Nack, RequestHeader, control_bytes
 from .pdc import PdcSide
-from .reactions import BACKOFF, CLOSE, CLOSED_PDC_CODES, REBASE, RESEND_LATER, RESEND_NOW
+from .reactions import BACKOFF, CLOSE, CLOSED_PDC_CODES, REBASE, RESEND_LATER, RESEND_NOW, TRIM_CODES
 from .reactions import reaction
 from .recovery import ACKED, INFLIGHT, LOST, SACKED, M32, Recovery, SentPacket, pdiff
 
@@ -476,7 +480,7 @@ class Initiator(PdcSide):
                         max(cfg.resource_backoff_max, cfg.nack_retx_time))
         else:
             p.nacks += 1
-            if p.nacks > cfg.max_nack_retx:
+            if p.nacks > (cfg.max_trim_retx if code in TRIM_CODES else cfg.max_nack_retx):
                 self.ep.fail_initiator(self, f"NACK {nack_name(code)} retry limit")
                 return
             delay = cfg.nack_retx_time

@@ -105,7 +105,8 @@ _ACCX = _ACK_CCX.layout(p=0)
 _ACK_BASE = ("next_hdr", "m", "retx", "p", "req", "ack_psn_offset", "cack_psn", "spdcid", "dpdcid")
 _SACK = ("mpr", "sack_psn_offset", "sack_bitmap")
 _read_plain = _A.reader(*_ACK_BASE)
-_read_cc = _ACC.reader(*(_ACK_BASE + _SACK))
+_NSCC_STATE = ("cc_type", "service_time", "restore_cwnd", "rcv_cwnd_pend", "rcvd_bytes", "ooo_count")
+_read_cc = _ACC.reader(*(_ACK_BASE + _SACK + _NSCC_STATE))
 _read_ccx = _ACCX.reader(*(_ACK_BASE + _SACK))
 # probe_opaque (P = 1) sits where ack_psn_offset does, and the SACK fields at the same place in
 # every cc_type variant: one reader per type serves every variant
@@ -131,6 +132,14 @@ class Ack(NamedTuple):
     sack_psn_offset: int
     sack_bitmap: int
     size: int
+    # the NSCC state of an ACK_CC with cc_type 0 (B.8, E.3); cc_type None for a plain ACK or an
+    # ACK_CCX (its state is opaque), and the state fields 0 unless cc_type is 0
+    cc_type: int | None = None
+    service_time: int = 0
+    restore_cwnd: int = 0
+    rcv_cwnd_pend: int = 0
+    rcvd_bytes: int = 0
+    ooo_count: int = 0
 
 
 def read_ack(ptype: int, data: bytes, end: int) -> Ack:
@@ -139,7 +148,12 @@ def read_ack(ptype: int, data: bytes, end: int) -> Ack:
         raise TruncatedError(f"pds ack type {ptype}", size, end, 0)
     if ptype == ACK_TYPE:
         return Ack(*_read_plain(data), None, 0, 0, size)
-    return Ack(*(_read_cc if ptype == ACK_CC_TYPE else _read_ccx)(data), size)
+    if ptype == ACK_CCX_TYPE:
+        return Ack(*_read_ccx(data), size)
+    f = _read_cc(data)
+    if f[12]:  # cc_type 1 (credit, RCCC) or reserved: not the NSCC state
+        return Ack(*f[:12], size, f[12])
+    return Ack(*f[:12], size, *f[12:])
 
 
 class AckEncoder:
@@ -147,7 +161,7 @@ class AckEncoder:
     plain ACK; the constant fields (type, PDC ids, MPR) set once, the rest ORed in per ACK."""
 
     __slots__ = ("plain", "size", "_const", "_p", "_aoff", "_cack", "_m", "_retx", "_req",
-                 "_nh", "_soff", "_bm", "_rb", "_ooo")
+                 "_nh", "_soff", "_bm", "_rb", "_ooo", "_pend", "_rc")
 
     def __init__(self, ack_type: str, spdcid: int, dpdcid: int, mpr: int):
         self.plain = ack_type == "ack"
@@ -161,16 +175,19 @@ class AckEncoder:
         sh = lay.shift  # the fields' places, looked up once (an ACK goes out every few packets)
         self._p, self._aoff, self._cack, self._m, self._retx, self._req, self._nh = (
             sh[n] for n in ("p", "ack_psn_offset", "cack_psn", "m", "retx", "req", "next_hdr"))
-        self._soff, self._bm, self._rb, self._ooo = (
-            (0, 0, 0, 0) if self.plain else
-            (sh[n] for n in ("sack_psn_offset", "sack_bitmap", "rcvd_bytes", "ooo_count")))
+        self._soff, self._bm, self._rb, self._ooo, self._pend, self._rc = (
+            (0, 0, 0, 0, 0, 0) if self.plain else
+            (sh[n] for n in ("sack_psn_offset", "sack_bitmap", "rcvd_bytes", "ooo_count",
+                             "rcv_cwnd_pend", "restore_cwnd")))
 
     def pack(self, cack: int, ack_psn_offset: int, m: bool, retx: bool, next_hdr: int,
              sack_psn_offset: int, sack_bitmap: int, rcvd_bytes: int, ooo_count: int,
-             probe: int | None = None, req: int = 0) -> bytes:
+             probe: int | None = None, req: int = 0, rcv_cwnd_pend: int = 0,
+             restore_cwnd: int = 0) -> bytes:
         """One ACK: ``ack_psn_offset`` clamped to 16 signed bits; ``probe`` (an opaque value)
         makes it a probe answer (P = 1, B.7). The SACK fields and the NSCC state (ACK_CC,
-        cc_type 0) are ignored by a plain ACK."""
+        cc_type 0, B.8; service_time is always 0 here: A5 of uet/pds/target.py) are ignored by
+        a plain ACK."""
         if probe is not None:  # probe_opaque sits where ack_psn_offset does (checked above)
             v = self._const | (1 << self._p) | ((probe & 0xFFFF) << self._aoff)
         else:
@@ -188,7 +205,8 @@ class AckEncoder:
         if not self.plain:
             so = -32768 if sack_psn_offset < -32768 else min(sack_psn_offset, 32767)
             v |= (((so & 0xFFFF) << self._soff) | (sack_bitmap << self._bm)
-                  | ((rcvd_bytes & 0xFFFFFF) << self._rb) | ((ooo_count & 0xFFFF) << self._ooo))
+                  | ((rcvd_bytes & 0xFFFFFF) << self._rb) | ((ooo_count & 0xFFFF) << self._ooo)
+                  | ((rcv_cwnd_pend & 0x7F) << self._pend) | ((restore_cwnd & 1) << self._rc))
         return v.to_bytes(self.size, "big")
 
 

@@ -37,6 +37,12 @@ ACK generation, C.3 / C.4
       so the next ACK uses it as its base once; the tracker itself is unchanged.
   A4  A.1 / design.md: ACKs and NACKs go to the request's source address and port (its entropy)
       from the UET port, DSCP 46, Not-ECT.
+  A5  B.8 / E.1: the NSCC state of ACK_CC. rcvd_bytes: the running count of request bytes (SES
+      header and payload: what the PDS carries) accepted (24 bits, wrapping); ooo_count: requests accepted out of PSN order. Choices (the
+      facts give no units and no receiver policy, H.2): service_time 0 (in ns: this target
+      answers in the call that received the request); rcv_cwnd_pend rises linearly from 0 when
+      the upper layer's receive resources for the peer are half full (``Upper.pressure``) to
+      127 when they are full; restore_cwnd is set on the first ACK after a penalty ends.
 
 Control at the target, B.12 / C.4
   K1  ACK_REQ (ctl 1): an ACK for that PSN if it arrived, else NACK PKT_NOT_RCVD (0x12). PROBE
@@ -58,6 +64,9 @@ from .datagram import CE, DatagramMeta
 from .packets import AckEncoder, Control, Request
 from .pdc import PdcSide
 from .recovery import M32, pdiff
+
+PEND_FROM = 0.5   # A5: receive resources this full start the receiver penalty ...
+PEND_MAX = 127    # ... which is 7 bits (B.8) and at its largest when they are full
 
 N = NACK_BY_NAME
 # PDC states: HALF_OPEN until a packet without SYN names us (the initiator learned our PDCID:
@@ -84,6 +93,7 @@ class Target(PdcSide):
         self.late: int | None = None
         self.rcvd_bytes = 0
         self.ooo_count = 0
+        self.penalised = False  # A5: the last ACK carried rcv_cwnd_pend > 0
         self.rod_buf: dict[int, Any] = {}   # W4: PSN -> (next_hdr, SES bytes) or None
         self.next_deliver = start_psn
         self.responses: dict[int, tuple[int, bytes]] = {}  # X3: PSN -> (next_hdr, bytes)
@@ -238,9 +248,20 @@ class Target(PdcSide):
             self.pending_ar = None
         rsp = self.responses.get(psn) if self.responses else None
         acks = self.acks
+        pend = restore = 0
+        if not acks.plain:  # A5
+            pressure = self.ep.upper.pressure(self.peer)
+            if pressure > PEND_FROM:
+                pend = min(PEND_MAX, int(PEND_MAX * (pressure - PEND_FROM) / (1 - PEND_FROM)))
+            if pend:
+                self.penalised = True
+            elif self.penalised:
+                self.penalised = False
+                restore = 1
         body = acks.pack(cack, pdiff(psn, cack), ce, retx, rsp[0] if rsp is not None else 0,
                          pdiff(sb, cack), 0 if acks.plain else win.sack_word(sb),
-                         self.rcvd_bytes, self.ooo_count, probe)
+                         self.rcvd_bytes, self.ooo_count, probe, rcv_cwnd_pend=pend,
+                         restore_cwnd=restore)
         self.ep.send_answer(meta, body if rsp is None else body + rsp[1])
 
     # --- control ---------------------------------------------------------------------------------

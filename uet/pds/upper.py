@@ -45,6 +45,10 @@ class Upper(Protocol):
         the upper layer can take in one step, admitted and with no response: True when taken;
         False changes nothing, and :meth:`admit` and :meth:`deliver` follow."""
 
+    def pressure(self, peer: str) -> float:
+        """How full the upper layer's receive resources for ``peer`` are, 0.0 (empty) to 1.0
+        (full): the target turns it into the NSCC receiver penalty of its ACKs (A5)."""
+
     # initiator side --------------------------------------------------------------------------
     def acked(self, token: Any, now: float) -> None:
         """Every request of the item ``token`` is acknowledged (CACK, C.2)."""
@@ -73,6 +77,9 @@ class Accepting:
 
     def take(self, peer: str, next_hdr: int, data: memoryview, now: float) -> bool:
         return False
+
+    def pressure(self, peer: str) -> float:
+        return 0.0
 
     def acked(self, token: Any, now: float) -> None:
         return None

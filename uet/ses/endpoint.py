@@ -120,6 +120,12 @@ class SesEndpoint(InitiatorSide, TargetSide):
     #: a middle packet of a message in reassembly in one step (the twin of admit + deliver)
     take = fastpath.take
 
+    def pressure(self, peer: Any) -> float:
+        """The share of ``peer``'s reassembly byte budget in use (R1, uet.ses.budget): the
+        PDS target's receiver penalty (A5 of uet/pds/target.py) grows from half of it."""
+        limit = self.budget.limits.bytes_per_peer
+        return min(1.0, self.budget.peer_bytes(peer) / limit) if limit else 1.0
+
     def acked(self, token: Any, now: float) -> None:
         return None  # operations complete on their responses (I2)
 

@@ -41,6 +41,7 @@ from typing import Any, TextIO
 
 from .. import native
 from ..payload import seeded_bytes
+from ..cms import Nscc, NsccParams
 from ..host import Host
 from ..net import CE, COUNTERS, TRIMMED, Ecmp, Link, NetConfig, flip
 from ..pds import DatagramMeta, PdsConfig
@@ -48,7 +49,7 @@ from ..pds import events as ev
 from ..pds.datagram import DSCP_CONTROL, ECT0, ECT1
 from ..ses import SesConfig
 from ..wire.enums import CTL_TYPE, PDS_TYPE, REQUEST_TYPES, nack_name
-from .frames import HDRS, Framer, PcapWriter, set_ce, trim
+from .frames import HDRS, FrameCache, PcapWriter, set_ce, trim
 from .workloads import Workload
 
 A_ADDR, B_ADDR = "10.0.0.1", "10.0.0.2"
@@ -69,6 +70,7 @@ class SimConfig(NetConfig):
     op: str = "send"                         # the workload (uet.sim.workloads): SEND or another op
     spray: str = "rr"
     entropy_values: int = 64
+    cc: str = "fixed"                        # fixed (the window) | nscc (E.1: the paths' BDP)
     window_bytes: int | None = None          # None: 1.5 x BDP of all paths, at least 64 KiB
     ack_loss: float = 0.0                    # extra loss applied only to B->A packets
     drop_psns: tuple[int, ...] = ()          # drop the first copy of these data packets (by index)
@@ -121,8 +123,15 @@ class Simulator:
         self.pcap = PcapWriter(pcap) if pcap is not None else None
         window = cfg.window_bytes or max(64 * 1024, int(1.5 * cfg.bdp_bytes()))
         qcap = cfg.queue_bytes or max(2 * window, 256 * 1024)
-        pc = dict(mtu=cfg.mtu, spray=cfg.spray, entropy_values=cfg.entropy_values,
-                  window_bytes=window)
+        pc: dict[str, Any] = dict(mtu=cfg.mtu, spray=cfg.spray,
+                                  entropy_values=cfg.entropy_values, window_bytes=window)
+        if cfg.cc == "nscc":  # one PDC sprays over every path: its BDP is all of theirs
+            rate, rtt = cfg.paths * cfg.rate_gbps, cfg.rtt_us * 1e-6
+            params = NsccParams(trimming=cfg.trim_on_overflow)
+            pc["cc_factory"] = lambda p: Nscc(mtu=p.mtu, rate_gbps=rate, base_rtt=rtt,
+                                              params=params)
+        elif cfg.cc != "fixed":
+            raise ValueError(f"unknown congestion control {cfg.cc!r} (fixed, nscc)")
         pc.update(cfg.pds)
         self.window = window
         self.a = _Host("A", A_ADDR, self._host(A_ADDR, PdsConfig(**pc), 1), 0)
@@ -134,12 +143,10 @@ class Simulator:
                             extra_loss=cfg.ack_loss if d else 0.0) for i in range(cfg.paths)]
                       for d in range(2)]
         self.ecmp = Ecmp(cfg)
-        self.framer = Framer()
+        self.frames = FrameCache(self._facts)
         self.heap: list = []
         self.seq = 0
         self.now = 0.0
-        self._out_info: dict[int, tuple] = {}  # id(meta) -> (meta, link, path, control, ect)
-        self._rx: dict[bytes, DatagramMeta] = {}
         self.had: set[bytes] = set()
         self.counters = {"spurious": 0, "packets_a": 0, "packets_b": 0}
         self.paths_used: set[int] = set()
@@ -166,30 +173,12 @@ class Simulator:
         if self.trace is not None:
             self.trace.write(f"{self.now * 1e6:12.3f}us {msg}\n")
 
-    def _rx_meta(self, frame: bytes) -> DatagramMeta:
-        """The metadata of an arriving frame, parsed from its IP and UDP headers (memoized)."""
-        k = frame[14:HDRS]
-        m = self._rx.get(k)
-        if m is None:
-            src, dst, sport, dport, dscp, ecn, _ = self.framer.parse(frame)
-            m = DatagramMeta(src, dst, sport, dport, ecn, dscp)
-            if len(self._rx) >= 1 << 14:
-                self._rx.clear()
-            self._rx[k] = m
-        return m
-
-    def _out(self, fwd: bool, meta: DatagramMeta) -> tuple:
-        """Per metadata object (the endpoints reuse one per entropy value and reply direction
-        and never change it): its link, path, class, and its frame headers by payload length."""
-        e = self._out_info.get(id(meta))
-        if e is None or e[0] is not meta:
-            path = self.ecmp.path(meta.src, meta.dst, meta.sport, meta.dport)
-            e = (meta, self.links[0 if fwd else 1][path], path, meta.dscp == DSCP_CONTROL,
-                 meta.ecn in (ECT1, ECT0), {})
-            if len(self._out_info) >= 1 << 12:
-                self._out_info.clear()
-            self._out_info[id(meta)] = e  # e holds meta, so its id cannot be reused while cached
-        return e
+    def _facts(self, meta: DatagramMeta, header: bytes) -> tuple:
+        """What a datagram of ``meta`` meets: its link (the direction by its source), path and
+        class (uet.sim.frames.FrameCache keeps it per metadata object)."""
+        path = self.ecmp.path(meta.src, meta.dst, meta.sport, meta.dport)
+        return (self.links[0 if meta.src == A_ADDR else 1][path], path,
+                meta.dscp == DSCP_CONTROL, meta.ecn in (ECT1, ECT0))
 
     def _send(self, host: _Host, out: list) -> None:
         """Put ``out`` on the links: each datagram framed, offered to its path's link (uet.net)
@@ -200,23 +189,14 @@ class Simulator:
         rng = self.rng
         push = heapq.heappush
         heap = self.heap
-        header = self.framer.header
+        frame_of = self.frames.frame
         pcap = self.pcap
         tr = self.trace is not None
         c = self.counters
         c["packets_a" if fwd else "packets_b"] += len(out)
-        info = self._out_info
         for data, meta in out:
-            e = info.get(id(meta))
-            if e is None or e[0] is not meta:
-                e = self._out(fwd, meta)
-            _, link, path, control, ect, headers = e
+            frame, (link, path, control, ect) = frame_of(data, meta)
             n = len(data)
-            h = headers.get(n)
-            if h is None:
-                h = headers[n] = header(meta.src, meta.dst, meta.sport, meta.dport, meta.dscp,
-                                        meta.ecn, n)
-            frame = h + data
             if pcap is not None:
                 pcap.write(now, frame)
             if tr:
@@ -293,8 +273,7 @@ class Simulator:
         limit = cfg.time_limit_s
         had = self.had
         counters = self.counters
-        rx_metas = self._rx
-        rx_meta = self._rx_meta
+        rx_meta = self.frames.meta
         flush = self._flush
         trace = self.trace
         pcap = self.pcap
@@ -313,9 +292,7 @@ class Simulator:
             if frame is not None:
                 if flags & MODIFIED and pcap is not None:
                     pcap.write(t, frame)
-                meta = rx_metas.get(frame[14:HDRS])
-                if meta is None:
-                    meta = rx_meta(frame)
+                meta = rx_meta(frame)
                 payload = frame[HDRS:]
                 if host is b:
                     if (not flags & DAMAGED and len(payload) >= 12

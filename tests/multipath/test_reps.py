@@ -1,0 +1,304 @@
+"""REPS and oblivious spraying (uet/multipath/reps.py; uet-facts E.5, E.6): the rules R1-R6 and
+O1 with exact values under a seeded rng (a replica ``random.Random`` with the same seed gives the
+expected explorations), the health rules H1-H4 of base.py still around them, make_selector's new
+names, and a property test: any sequence of hook calls leaves ``next`` returning one of the
+values."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from uet.multipath import (SELECTOR_KINDS, ObliviousSpray, RandomSpray, Reps, RoundRobinSpray,
+                           SingleEntropy, make_selector)
+from uet.wire.enums import NACK_BY_NAME
+
+VALS = list(range(100, 108))  # the N = 8 EVs of "--entropies 8"
+TRIMMED = NACK_BY_NAME["TRIMMED"]
+LASTHOP = NACK_BY_NAME["TRIMMED_LASTHOP"]
+NO_PDC = NACK_BY_NAME["NO_PDC_AVAIL"]
+SEED = 7
+
+
+def reps(values=VALS, **kw) -> Reps:
+    return Reps(values, random.Random(SEED), **kw)
+
+
+def explorations(k: int, values=VALS, seed: int = SEED) -> list[int]:
+    """The first ``k`` explorations (R4) of a Reps seeded with ``seed``."""
+    r = random.Random(seed)
+    return [values[r.randrange(len(values))] for _ in range(k)]
+
+
+# --- R1, R2: recycling ----------------------------------------------------------------------------
+
+def test_e6_reps_recycles_ev_of_ack_without_ce_once():
+    sel = reps()
+    sel.on_ack(103, False, 0.0)
+    assert sel.ring[0] == (103, True)
+    assert sel.next(0.0) == 103
+    assert sel.ring[0] == (103, False)  # R2: used once per recycling
+    assert sel.next(0.0) == explorations(1)[0]  # then nothing valid: explore (R4)
+    assert sel.counters["recycled"] == 1 and sel.counters["explored"] == 1
+
+
+def test_e6_reps_reuses_the_oldest_recycled_ev_first():
+    sel = reps()
+    for ev in (101, 105, 102, 105):
+        sel.on_ack(ev, False, 0.0)
+    assert [sel.next(0.0) for _ in range(4)] == [101, 105, 102, 105]  # one reuse per ACK
+    assert sel.counters["explored"] == 0
+
+
+def test_e6_reps_ring_overwrites_the_oldest_when_more_than_8_are_recycled():
+    vals = list(range(200, 216))
+    sel = reps(vals)
+    for ev in vals[:10]:
+        sel.on_ack(ev, False, 0.0)
+    assert sel.ring == [(208, True), (209, True)] + [(ev, True) for ev in vals[2:8]]
+    assert [sel.next(0.0) for _ in range(8)] == vals[2:10]  # 200, 201 overwritten
+    assert sel.next(0.0) == explorations(1, vals)[0]
+
+
+def test_r1_an_echo_of_an_ev_outside_values_is_not_recycled():
+    sel = reps()
+    sel.on_ack(0x4242, False, 0.0)  # RP's fixed control EV (E.5)
+    assert sel.counters["recycled"] == 0
+    assert sel.next(0.0) == explorations(1)[0]
+
+
+# --- R3: forgetting -------------------------------------------------------------------------------
+
+def test_e6_reps_forgets_ev_on_ce():
+    sel = reps()
+    sel.on_ack(101, False, 0.0)
+    sel.on_ack(102, False, 0.0)
+    sel.on_ack(101, False, 0.0)
+    sel.on_ack(101, True, 0.0)  # CE: both stored copies of 101 go
+    assert sel.ring[:3] == [(101, False), (102, True), (101, False)]
+    assert sel.counters["forgotten"] == 2 and sel.counters["recycled"] == 3
+    assert [sel.next(0.0) for _ in range(2)] == [102, explorations(1)[0]]
+
+
+@pytest.mark.parametrize("code", [TRIMMED, NO_PDC])
+def test_e6_reps_forgets_ev_on_nack(code):
+    sel = reps()
+    sel.on_ack(104, False, 0.0)
+    sel.on_ack(106, False, 0.0)
+    sel.on_nack(104, code, 0.0)
+    assert sel.counters["forgotten"] == 1
+    assert sel.next(0.0) == 106
+    assert sel.known(104)  # H3 still hears the NACK's round trip
+
+
+def test_e6_reps_keeps_ev_on_trimmed_nack_without_forget_on_trim():
+    sel = reps(forget_on_trim=False)
+    sel.on_ack(104, False, 0.0)
+    sel.on_nack(104, TRIMMED, 0.0)  # taken as a last-hop trim: the path is good
+    assert sel.ring[0] == (104, True)
+    sel.on_nack(104, NO_PDC, 0.0)  # any other NACK still forgets
+    assert sel.ring[0] == (104, False)
+
+
+def test_e6_reps_a_lasthop_trim_never_forgets():
+    sel = reps()  # forget_on_trim=True
+    sel.on_ack(104, False, 0.0)
+    sel.on_nack(104, LASTHOP, 0.0)
+    assert sel.next(0.0) == 104
+
+
+def test_r3_a_nack_never_recycles():
+    sel = reps(forget_on_trim=False)
+    sel.on_nack(105, TRIMMED, 0.0)
+    assert sel.counters["recycled"] == 0 and sel.ring[0] == (None, False)
+    assert sel.next(0.0) == explorations(1)[0]
+
+
+# --- R4: exploring --------------------------------------------------------------------------------
+
+def test_e5_reps_explores_a_random_ev_of_values_when_the_ring_is_empty():
+    sel = reps()
+    picks = [sel.next(0.0) for _ in range(20)]
+    assert picks == explorations(20)
+    assert set(picks) <= set(VALS)
+    assert sel.counters["explored"] == 20
+
+
+# --- R5, R6: freezing -----------------------------------------------------------------------------
+
+def test_e6_reps_freezes_on_timeout_cycling_the_stored_evs_then_explores_16():
+    sel = reps()
+    for ev in (101, 102, 103):
+        sel.on_ack(ev, False, 0.0)
+    assert sel.next(0.5) == 101  # slot 0 now invalid: still cycled over while frozen
+    sel.on_timeout(1.0)
+    assert sel.frozen and sel.counters["freezes"] == 1
+    assert [sel.next(1.0 + k * 1e-3) for k in range(4)] == [101, 102, 103, 101]
+    sel.on_ack(106, False, 1.005)  # recycling goes on while frozen: slot 3
+    assert [sel.next(1.009) for _ in range(5)] == [102, 103, 106, 101, 102]
+    assert sel.counters["frozen_picks"] == 9 and sel.counters["explored"] == 0
+    # 10 ms after the timeout: the ring is cleared, the next 16 choices are explorations
+    sel.on_ack(107, False, 1.0095)  # still frozen: recycled, then cleared at the thaw
+    first = sel.next(1.0 + 10e-3)
+    assert not sel.frozen and sel.ring == [(None, False)] * 8
+    sel.on_ack(105, False, 1.02)  # after the thaw: kept, but used only after the 16
+    rest = [sel.next(1.02) for _ in range(15)]
+    assert [first] + rest == explorations(16)
+    assert sel.next(1.02) == 105
+    assert sel.next(1.02) == explorations(17)[16]
+    assert sel.counters["explored"] == 17
+
+
+def test_r5_a_frozen_sender_with_an_empty_ring_explores():
+    sel = reps()
+    sel.on_timeout(0.0)
+    assert [sel.next(1e-3) for _ in range(3)] == explorations(3)
+    assert sel.counters["frozen_picks"] == 0
+
+
+def test_r5_a_timeout_while_frozen_extends_the_freeze():
+    sel = reps(freeze_time=1.0)
+    sel.on_ack(102, False, 0.0)
+    sel.on_timeout(0.0)
+    sel.on_timeout(0.5)
+    assert sel.next(1.2) == 102  # still frozen until 1.5
+    assert sel.next(1.5) == explorations(1)[0]
+    assert sel.counters["freezes"] == 2
+
+
+def test_r5_options_are_keyword_only_and_checked():
+    with pytest.raises(TypeError):
+        Reps(VALS, random.Random(0), 4)  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        reps(ring_size=0)
+    sel = reps(ring_size=2, explore_after_freeze=1)
+    for ev in (100, 101, 102):
+        sel.on_ack(ev, False, 0.0)
+    assert sel.ring == [(102, True), (101, True)]
+    sel.on_timeout(0.0)
+    assert sel.next(10e-3) == explorations(1)[0]  # one exploration after the freeze
+    sel.on_ack(103, False, 0.02)
+    assert sel.next(0.02) == 103
+
+
+# --- O1: oblivious spraying -----------------------------------------------------------------------
+
+def test_e6_oblivious_uses_each_ev_once_per_round_xor_order_for_n_8():
+    sel = ObliviousSpray(VALS, random.Random(SEED))
+    rounds = [[sel.next(0.0) for _ in range(8)] for _ in range(6)]
+    r = random.Random(SEED)
+    expected = []
+    for _ in range(6):
+        x = r.randrange(8)
+        expected.append([VALS[(i ^ x) % 8] for i in range(8)])  # htsim: (i XOR x) mod N
+    assert rounds == expected
+    assert all(sorted(rnd) == VALS for rnd in rounds)
+    assert len({tuple(rnd) for rnd in rounds}) > 1  # a new order per round
+    assert sel.rounds == 6
+
+
+def test_e6_oblivious_uses_each_ev_once_per_round_shuffled_for_n_5():
+    vals = VALS[:5]  # not a power of two: XOR would skip and repeat EVs
+    sel = ObliviousSpray(vals, random.Random(SEED))
+    rounds = [[sel.next(0.0) for _ in range(5)] for _ in range(6)]
+    r = random.Random(SEED)
+    expected = []
+    for _ in range(6):
+        order = list(range(5))
+        r.shuffle(order)
+        expected.append([vals[i] for i in order])
+    assert rounds == expected
+    assert all(sorted(rnd) == vals for rnd in rounds)
+    assert len({tuple(rnd) for rnd in rounds}) > 1
+
+
+def test_e6_oblivious_one_value_is_always_that_value():
+    sel = ObliviousSpray([4242], random.Random(0))
+    assert [sel.next(0.0) for _ in range(3)] == [4242] * 3
+
+
+# --- H1-H4 still apply ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["reps", "oblivious"])
+def test_h1_an_ev_failed_by_two_losses_is_skipped_by_next(kind):
+    vals = [1, 2, 3, 4]
+    sel = (Reps(vals, random.Random(3)) if kind == "reps"
+           else ObliviousSpray(vals, random.Random(3)))
+    sel.on_loss(2, 0.0)
+    sel.on_loss(2, 0.0)
+    assert sel.failed == {2}
+    if kind == "reps":
+        sel.on_ack(2, False, 0.0)  # recycled, but failed: next asks REPS again
+        sel.on_ack(3, False, 0.0)
+    picks = [sel.next(0.0) for _ in range(12)]  # fewer than the 16 before an H2 probe
+    assert 2 not in picks and set(picks) <= {1, 3, 4}
+    if kind == "reps":
+        assert picks[0] == 3
+    sel.on_delivered(2, 0.0)
+    assert sel.failed == frozenset()
+
+
+# --- make_selector --------------------------------------------------------------------------------
+
+def test_make_selector_builds_every_kind_over_n_seeded_values():
+    assert SELECTOR_KINDS == ("rr", "random", "single", "reps", "oblivious")
+    types = {"rr": RoundRobinSpray, "random": RandomSpray, "single": SingleEntropy,
+             "reps": Reps, "oblivious": ObliviousSpray}
+    for kind, cls in types.items():
+        sel = make_selector(kind, 8, 5)
+        assert type(sel) is cls
+        assert len(sel.values) == (1 if kind == "single" else 8)
+        again = make_selector(kind, 8, 5)
+        assert [sel.next(0.0) for _ in range(20)] == [again.next(0.0) for _ in range(20)]
+    rr = make_selector("rr", 4, 1)
+    assert [rr.next(0.0) for _ in range(5)] == rr.values + rr.values[:1]  # unchanged
+    with pytest.raises(ValueError, match="reps, oblivious"):
+        make_selector("ecmp")
+
+
+# --- property: no hook sequence breaks next() -----------------------------------------------------
+
+EVS = st.one_of(st.sampled_from(VALS), st.integers(0, 70000))  # foreign echoes too
+HOOKS = st.one_of(
+    st.tuples(st.just("ack"), EVS, st.booleans()),
+    st.tuples(st.just("nack"), EVS, st.integers(0, 255)),
+    st.tuples(st.just("loss"), EVS),
+    st.tuples(st.just("delivered"), EVS),
+    st.tuples(st.just("timeout")),
+    st.tuples(st.just("next")),
+    st.tuples(st.just("retransmit")),
+    st.tuples(st.just("wait"), st.floats(0.0, 0.02)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(HOOKS, max_size=60), st.integers(0, 2 ** 16), st.integers(1, 8),
+       st.integers(1, 8), st.booleans(), st.booleans())
+def test_any_hook_sequence_never_raises_and_next_stays_in_values(ops, seed, n, ring, trim, obl):
+    vals = VALS[:n]
+    sel = (ObliviousSpray(vals, random.Random(seed)) if obl else
+           Reps(vals, random.Random(seed), ring_size=ring, freeze_time=5e-3,
+                explore_after_freeze=3, forget_on_trim=trim))
+    now = 0.0
+    for op in ops:
+        kind = op[0]
+        if kind == "ack":
+            sel.on_ack(op[1], op[2], now)
+        elif kind == "nack":
+            sel.on_nack(op[1], op[2], now)
+        elif kind == "loss":
+            sel.on_loss(op[1], now)
+        elif kind == "delivered":
+            sel.on_delivered(op[1], now)
+        elif kind == "timeout":
+            sel.on_timeout(now)
+        elif kind == "retransmit":
+            sel.next_retransmit(now)
+        elif kind == "wait":
+            now += op[1]
+        assert sel.next(now) in vals
+        if not obl:
+            assert len(sel.ring) == ring
+            assert all(ev in vals for ev, valid in sel.ring if valid)

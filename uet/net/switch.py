@@ -1,0 +1,175 @@
+"""One output port of a switch (or of a host's NIC), as pure code: what enters its queues, what it
+sends next and when that is done. The many-host simulator (:mod:`uet.sim.fabric`) drives ports in
+virtual time; nothing here reads a clock or schedules an event.
+
+Per port (uet-facts E.6, the switch of the UEC's htsim experiments; design.md "Defaults"):
+
+  S1  two queues, served strict-priority: the priority queue holds control packets (DSCP 46:
+      ACK, NACK, CONTROL) and trimmed headers; the data queue holds everything else. Each has
+      a capacity in bytes (the data queue ``buffer_bytes``, the priority queue as much again).
+  S2  a data packet that does not fit the data queue is trimmed when it is trimmable (not DSCP 46,
+      more than ``trim_bytes`` of UDP payload: design.md "Defaults", C.6) and trimming is on: its
+      first ``trim_bytes`` UDP payload bytes are kept, the DSCP becomes 11, and the header joins
+      the priority queue. Otherwise, or when the priority queue is full too, it is dropped.
+      As in htsim (E.6), the packet trimmed is the arriving one or the last one queued, with
+      equal chance (drawn from ``rng``): always the arriving one lets a sender's resends fall
+      into step with a full queue and be trimmed again and again.
+  S3  ECN is marked on dequeue (E.6): an ECN-capable data packet leaving the data queue is
+      CE-marked with a probability rising linearly from 0 at ``kmin_bytes`` of queue (the
+      departing packet included) to 1 at ``kmax_bytes``; the CE draw uses the port's ``rng``.
+  S4  store and forward: a packet occupies the link for its frame length / rate, then arrives at
+      the peer ``delay`` seconds later. A failed port (``fail_at``) drops what it would send from
+      then on; a degraded one runs at a fraction of its rate (the driver builds it so).
+
+The queue is measured in frame bytes (Ethernet + IPv4 + UDP + UET), as the wire carries them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+#: What a port counts.
+PORT_COUNTERS = ("tx_packets", "tx_bytes", "trimmed", "dropped", "ce_marked", "max_qbytes")
+
+
+@dataclass(slots=True)
+class Packet:
+    """A frame in the fabric and what the switches need to know of it (read once, at the sending
+    host, from the frame's own bytes): ``dst`` the index of the destination host, ``key`` the
+    hash of its 5-tuple (the ECMP input), ``control`` (DSCP 46), ``ect`` (ECN-capable); and
+    what the switches did to it (trimmed, CE-marked), applied to the bytes at the host."""
+
+    frame: bytes
+    dst: int
+    key: int
+    control: bool
+    ect: bool
+    trimmed: bool = False
+    ce: bool = False
+
+
+class Port:
+    """An output port: see the module docstring (S1-S4). ``peer`` is whatever the driver wants
+    to deliver to (a switch or a host)."""
+
+    __slots__ = PORT_COUNTERS + (
+        "name", "peer", "Bps", "delay", "cap", "pcap", "kmin", "kspan", "trim_bytes", "trimming",
+        "rng", "data", "prio", "qbytes", "pbytes", "busy", "fail_at", "q_area", "q_since",
+        "_keep_frame")
+
+    def __init__(self, name: str, peer: Any, *, rate_bps: float, delay: float, buffer_bytes: int,
+                 kmin_bytes: int, kmax_bytes: int, trim_bytes: int, trimming: bool,
+                 rng: random.Random, fail_at: float = float("inf"), header_bytes: int = 42):
+        if kmax_bytes <= kmin_bytes:
+            raise ValueError("kmax_bytes must exceed kmin_bytes")
+        for c in PORT_COUNTERS:
+            setattr(self, c, 0)
+        self.name = name
+        self.peer = peer
+        self.Bps = rate_bps / 8
+        self.delay = delay
+        self.cap = buffer_bytes
+        self.pcap = buffer_bytes  # S1
+        self.kmin = kmin_bytes
+        self.kspan = kmax_bytes - kmin_bytes
+        self.trim_bytes = trim_bytes
+        self._keep_frame = header_bytes + trim_bytes
+        self.trimming = trimming
+        self.rng = rng
+        self.data: deque[Packet] = deque()
+        self.prio: deque[Packet] = deque()
+        self.qbytes = 0
+        self.pbytes = 0
+        self.busy = False
+        self.fail_at = fail_at
+        self.q_area = 0.0  # integral of the data queue depth over time (bytes x s)
+        self.q_since = 0.0
+
+    def _account(self, now: float) -> None:
+        self.q_area += self.qbytes * (now - self.q_since)
+        self.q_since = now
+
+    def enqueue(self, pkt: Packet, now: float) -> bool:
+        """S1, S2: queue ``pkt`` (trimming it when the data queue is full); False when dropped."""
+        if pkt.trimmed:  # trimmed upstream: its frame is cut only at the host, it takes less
+            n = self._keep_frame
+        else:
+            n = len(pkt.frame)
+        if pkt.control or pkt.trimmed:
+            if self.pbytes + n > self.pcap:
+                self.dropped += 1
+                return False
+            self.prio.append(pkt)
+            self.pbytes += n
+            return True
+        if self.qbytes + n <= self.cap:
+            self._account(now)
+            self.data.append(pkt)
+            self.qbytes += n
+            if self.qbytes > self.max_qbytes:
+                self.max_qbytes = self.qbytes
+            return True
+        keep = self._keep_frame
+        if self.trimming and n > keep and self.pbytes + keep <= self.pcap:
+            data = self.data
+            if data and self.rng.random() < 0.5:
+                last = data[-1]
+                m = len(last.frame)
+                if m > keep and self.qbytes - m + n <= self.cap:  # E.6: trim the last queued
+                    self._account(now)
+                    data[-1] = pkt
+                    self.qbytes += n - m
+                    if self.qbytes > self.max_qbytes:
+                        self.max_qbytes = self.qbytes
+                    pkt = last
+            pkt.trimmed = True
+            self.trimmed += 1
+            self.prio.append(pkt)
+            self.pbytes += keep
+            return True
+        self.dropped += 1
+        return False
+
+    def start(self, now: float) -> tuple[Packet, float] | None:
+        """S1, S3, S4: the next packet to send and when the link is done with it (None: the
+        queues are empty). The caller delivers it ``delay`` after that and calls again then."""
+        while True:
+            if self.prio:
+                pkt = self.prio.popleft()
+                n = self._keep_frame if pkt.trimmed else len(pkt.frame)
+                self.pbytes -= n
+                if now >= self.fail_at:
+                    self.dropped += 1
+                    continue
+            elif self.data:
+                pkt = self.data.popleft()
+                n = len(pkt.frame)
+                self._account(now)
+                depth = self.qbytes
+                self.qbytes -= n
+                if now >= self.fail_at:
+                    self.dropped += 1
+                    continue
+                if pkt.ect and depth > self.kmin and (
+                        depth >= self.kmin + self.kspan
+                        or self.rng.random() < (depth - self.kmin) / self.kspan):
+                    pkt.ce = True
+                    self.ce_marked += 1
+            else:
+                self.busy = False
+                return None
+            self.busy = True
+            self.tx_packets += 1
+            self.tx_bytes += n
+            return pkt, now + n / self.Bps
+
+    def mean_queue(self, now: float) -> float:
+        """The data queue's time-averaged depth in bytes from 0 to ``now``."""
+        self._account(now)
+        return self.q_area / now if now > 0 else 0.0
+
+    def counters(self) -> dict[str, int]:
+        return {c: getattr(self, c) for c in PORT_COUNTERS}

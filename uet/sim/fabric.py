@@ -1,0 +1,474 @@
+"""The many-host simulated fabric (``uet sim --topology leafspine:... | fattree:...``): virtual
+time, deterministic from a seed, every host a real :class:`uet.host.Host` exchanging real
+Ethernet/IPv4/UDP frames through switches. No flow-level shortcut: each frame is queued, marked,
+trimmed and forwarded hop by hop.
+
+The pieces (each in its own module): the topology (:mod:`uet.net.topology`: nodes, links, up-down
+routes), the ports (:mod:`uet.net.switch`: priority and data queues, ECN on dequeue, trimming),
+the traffic (:mod:`uet.sim.traffic`: incast, permutation, all-to-all, htsim matrices) and the
+flow metrics (:mod:`uet.sim.metrics`). This module builds them and runs the events.
+
+Defaults (issue 13, so that a bare command is the standard experiment): links of ``rate_gbps``
+and ``link_delay_us`` (1 us) each way; a buffer of one BDP per switch port, where the BDP is
+``rate`` x the longest unloaded RTT of the topology (:func:`unloaded_rtt`); ECN from 20% to 80%
+of the buffer (E.6); trimming on, keeping ``trim_bytes`` (design.md: 256) of UDP payload; an ACK
+every 16 KiB (C.3); NSCC (E.1) with REPS (E.5). A host's NIC is a port with an unbounded queue that
+never marks or trims (a host does not trim its own packets).
+
+ECMP (E.5): a switch with several up ports picks one by a hash of the frame's 5-tuple bytes (IPv4
+addresses and UDP ports: the source port is the entropy of a request) salted per switch from
+the seed, so that switches do not all make the same choice.
+
+Events are ``(time, seq, action, a, b)`` in a heap; ``action(time, a, b)`` runs one. The run ends
+when every flow is complete (its SEND's response came back) and was delivered intact (checked by
+CRC-32C, then byte for byte), or at ``time_limit_s`` of simulated time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .. import native
+from ..cms import FixedWindow, Nscc, NsccParams
+from ..host import Host
+from ..net.switch import Packet, Port
+from ..net.topology import LinkError, Topology, build, parse_topology
+from ..pds import DatagramMeta, PdsConfig
+from ..pds import events as pev
+from ..pds.datagram import DSCP_CONTROL, ECT0, ECT1
+from ..pds.packets import REQUEST_SIZE
+from ..ses import SesConfig
+from ..ses import events as sev
+from ..ses.packets import STD_SIZE
+from ..payload import seeded_bytes
+from ..wire.trailer import TRAILER_LEN
+from .frames import HDRS, FrameCache, PcapWriter, set_ce, trim
+from .metrics import fct_summary
+from .traffic import Flow, TrafficError, make_flows
+
+INF = float("inf")
+MAX_HELD_BYTES = 4 << 30  # as uet.cliargs.MAX_HELD_BYTES: the flows' bytes are held in memory
+ACK_FRAME = HDRS + 32 + TRAILER_LEN  # an ACK_CC (B.8) on the wire
+HASH_MUL = 0x9E3779B1  # Fibonacci hashing: spreads a salted CRC over the up ports
+
+
+@dataclass
+class FabricSimConfig:
+    topology: str = "leafspine:17,1,1"
+    traffic: tuple[str, Any] = ("incast", 8)
+    flow_bytes: int = 2 << 20
+    mtu: int = 4096
+    mode: str = "rud"
+    rate_gbps: float = 100.0
+    link_delay_us: float = 1.0               # one way, per link
+    buffer_bytes: int | None = None          # per switch port; None: one BDP
+    ecn_lo: float = 0.2                      # E.6: marking starts at 20% of the buffer ...
+    ecn_hi: float = 0.8                      # ... and reaches 1 at 80%
+    trimming: bool = True
+    trim_bytes: int = 256                    # design.md "Defaults"
+    cc: str = "nscc"                         # nscc | fixed
+    spray: str = "reps"                      # reps | oblivious | rr | random | single
+    entropy_values: int = 64
+    window_bytes: int | None = None          # --cc fixed: None = 1.5 BDP
+    ack_per_packet: bool = False             # C.9 ENB_ACK_PER_PKT
+    degrade: list[tuple[str, str, float]] = field(default_factory=list)  # (a, b, fraction of rate)
+    fail: list[tuple[str, str, float]] = field(default_factory=list)     # (a, b, microseconds)
+    seed: int = 1
+    time_limit_s: float = 10.0
+    nscc: dict[str, Any] = field(default_factory=dict)  # NsccParams overrides
+    pds: dict[str, Any] = field(default_factory=dict)   # PdsConfig overrides
+
+
+def host_address(i: int) -> str:
+    return f"10.{(i + 1) >> 16 & 0xFF}.{(i + 1) >> 8 & 0xFF}.{(i + 1) & 0xFF}"
+
+
+def data_frame_bytes(mtu: int) -> int:
+    """A full data packet on the wire: headers, standard SES header (D.3), payload, trailer."""
+    return HDRS + REQUEST_SIZE + STD_SIZE + mtu + TRAILER_LEN
+
+
+def wire_bytes(nbytes: int, mtu: int) -> int:
+    """The frame bytes of a message of ``nbytes`` sent in packets of ``mtu`` payload bytes."""
+    packets = max(1, -(-nbytes // mtu))
+    return nbytes + packets * (HDRS + REQUEST_SIZE + STD_SIZE + TRAILER_LEN)
+
+
+def unloaded_rtt(hops: int, cfg: FabricSimConfig) -> float:
+    """Round trip over ``hops`` links each way, store and forward: a full data frame out, an ACK
+    back, each serialised at every hop, plus the links' delays."""
+    bps = cfg.rate_gbps * 1e9 / 8
+    return hops * (2 * cfg.link_delay_us * 1e-6 + (data_frame_bytes(cfg.mtu) + ACK_FRAME) / bps)
+
+
+class _HostNode:
+    __slots__ = ("idx", "addr", "ep", "nic", "sched")
+
+    def __init__(self, idx: int, ep: Host):
+        self.idx = idx
+        self.addr = ep.address
+        self.ep = ep
+        self.nic: Port | None = None
+        self.sched = INF
+
+
+class _Switch:
+    __slots__ = ("name", "down", "up", "salt")
+
+    def __init__(self, name: str, salt: int):
+        self.name = name
+        self.down: dict[int, Port] = {}
+        self.up: list[Port] = []
+        self.salt = salt
+
+
+class FabricSimulator:
+    def __init__(self, cfg: FabricSimConfig, *, pcap: Any = None):
+        self.cfg = cfg
+        kind, nums = parse_topology(cfg.topology)
+        self.topo: Topology = build(kind, nums)
+        self.flows: list[Flow] = make_flows(cfg.traffic, hosts=self.topo.hosts,
+                                            flow_bytes=cfg.flow_bytes, seed=cfg.seed)
+        if not self.flows:
+            raise TrafficError("the traffic has no flows")
+        self.rng = random.Random(cfg.seed)
+        self.pcap: PcapWriter | None = None
+        if pcap is not None:
+            self.attach_pcap(pcap)
+        held = sum(f.bytes for f in self.flows)
+        if held > MAX_HELD_BYTES:
+            raise TrafficError(f"the flows carry {held} bytes; a run holds them in memory, at "
+                               f"most {MAX_HELD_BYTES} (4GiB)")
+        self.base_rtt = unloaded_rtt(self.topo.diameter, cfg)
+        bps = cfg.rate_gbps * 1e9
+        self.bdp = int(bps / 8 * self.base_rtt)
+        self.buffer = cfg.buffer_bytes or max(self.bdp, 2 * data_frame_bytes(cfg.mtu))
+        self.heap: list = []
+        self.seq = 0
+        self.now = 0.0
+        self.frames = FrameCache(self._facts)
+        self.hosts: list[_HostNode] = []
+        self.addr_index: dict[str, int] = {}
+        for i in range(self.topo.hosts):
+            addr = host_address(i)
+            self.addr_index[addr] = i
+            self.hosts.append(_HostNode(i, self._host(addr, i)))
+        self.ports: list[Port] = []  # switch ports (the NICs are the hosts')
+        self._build_ports()
+        self.failures: list[str] = []
+
+    def attach_pcap(self, fh: Any) -> None:
+        """Capture every frame a host sends, at its send time, and every frame the switches
+        changed (trimmed, CE-marked) again as it arrives."""
+        self.pcap = PcapWriter(fh)
+
+    # --- building ---------------------------------------------------------------------------
+    def _pds_config(self) -> PdsConfig:
+        cfg = self.cfg
+        window = cfg.window_bytes or max(64 * 1024, int(1.5 * self.bdp))
+        rate, base_rtt = cfg.rate_gbps, self.base_rtt
+        params = NsccParams(trimming=cfg.trimming, **cfg.nscc)
+        if cfg.cc == "nscc":
+            def cc_factory(pc: PdsConfig) -> Any:
+                return Nscc(mtu=pc.mtu, rate_gbps=rate, base_rtt=base_rtt, params=params)
+        elif cfg.cc == "fixed":
+            def cc_factory(pc: PdsConfig) -> Any:
+                return FixedWindow(window, pc.mtu)
+        else:
+            raise ValueError(f"unknown congestion control {cfg.cc!r} (nscc, fixed)")
+        pc = dict(mtu=cfg.mtu, spray=cfg.spray, entropy_values=cfg.entropy_values,
+                  window_bytes=window, ack_per_packet=cfg.ack_per_packet, cc_factory=cc_factory)
+        pc.update(cfg.pds)
+        return PdsConfig(**pc)
+
+    def _host(self, addr: str, i: int) -> Host:
+        seed = (self.cfg.seed * 1_000_003 + i) & ((1 << 63) - 1)
+        ses = SesConfig(mtu=self.cfg.mtu, seed=seed & 0xFFFFFFFF, auto_receive=True)
+        return Host(addr, pds=self._pds_config(), ses=ses, seed=seed)
+
+    def _build_ports(self) -> None:
+        cfg, topo = self.cfg, self.topo
+        bps = cfg.rate_gbps * 1e9
+        delay = cfg.link_delay_us * 1e-6
+        degrade = {}
+        for a, b, f in cfg.degrade:
+            self._check_link(a, b, "--degrade-link")
+            degrade[(a, b)] = degrade[(b, a)] = f
+        fail = {}
+        for a, b, t in cfg.fail:
+            self._check_link(a, b, "--fail-link")
+            fail[(a, b)] = fail[(b, a)] = t * 1e-6
+        salt_rng = random.Random(cfg.seed ^ 0xEC3F)
+        switches = {name: _Switch(name, salt_rng.getrandbits(32)) for name in topo.switches}
+        self.switches = switches
+        kmin, kmax = int(cfg.ecn_lo * self.buffer), max(int(cfg.ecn_hi * self.buffer),
+                                                        int(cfg.ecn_lo * self.buffer) + 1)
+
+        def port(a: str, b: str, peer: Any, *, nic: bool = False) -> Port:
+            p = Port(f"{a}->{b}", peer, rate_bps=bps * degrade.get((a, b), 1.0), delay=delay,
+                     buffer_bytes=(1 << 62) if nic else self.buffer,
+                     kmin_bytes=(1 << 62) if nic else kmin,
+                     kmax_bytes=(1 << 62) + 1 if nic else kmax, trim_bytes=cfg.trim_bytes,
+                     trimming=cfg.trimming and not nic, rng=self.rng,
+                     fail_at=fail.get((a, b), INF))
+            if not nic:
+                self.ports.append(p)
+            return p
+
+        def node(name: str) -> Any:
+            return self.hosts[int(name[1:])] if name[0] == "h" else switches[name]
+
+        for name, sw in switches.items():
+            for h, nb in topo.down[name].items():
+                p = sw.down.get(h) if nb[0] != "h" else None
+                sw.down[h] = p if p is not None and p.peer is node(nb) else None  # type: ignore
+            # one port per neighbour below, shared by every host behind it
+            below: dict[str, Port] = {}
+            for h, nb in topo.down[name].items():
+                if nb not in below:
+                    below[nb] = port(name, nb, node(nb))
+                sw.down[h] = below[nb]
+            sw.up = [port(name, nb, node(nb)) for nb in topo.up[name]]
+        for h in self.hosts:
+            h.nic = port(f"h{h.idx}", topo.attach[h.idx], switches[topo.attach[h.idx]], nic=True)
+
+    def _check_link(self, a: str, b: str, option: str) -> None:
+        if not self.topo.has_link(a, b):
+            raise LinkError(option, f"no link {a}-{b} in {self.cfg.topology} (hosts are h0..., "
+                                    "switches as uet sim --help names them)")
+
+    # --- events -------------------------------------------------------------------------------
+    def _push(self, t: float, action: Callable, a: Any, b: Any = None) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, action, a, b))
+
+    def _transmit(self, port: Port, now: float) -> None:
+        r = port.start(now)
+        if r is None:
+            return
+        pkt, done = r
+        peer = port.peer
+        self._push(done + port.delay, self._at_host if type(peer) is _HostNode else self._at_switch,
+                   peer, pkt)
+        self._push(done, self._port_free, port)
+
+    def _port_free(self, now: float, port: Port, _: Any) -> None:
+        self._transmit(port, now)
+
+    def _at_switch(self, now: float, sw: _Switch, pkt: Packet) -> None:
+        port = sw.down.get(pkt.dst)
+        if port is None:
+            up = sw.up
+            port = up[(((pkt.key ^ sw.salt) * HASH_MUL & 0xFFFFFFFF) >> 8) % len(up)]
+        if port.enqueue(pkt, now) and not port.busy:
+            self._transmit(port, now)
+
+    def _at_host(self, now: float, host: _HostNode, pkt: Packet) -> None:
+        frame = pkt.frame
+        if pkt.trimmed:
+            frame = trim(frame, self.cfg.trim_bytes)
+        if pkt.ce:
+            frame = set_ce(frame)
+        if self.pcap is not None and (pkt.trimmed or pkt.ce):
+            self.pcap.write(now, frame)
+        host.ep.receive_datagram(frame[HDRS:], self.frames.meta(frame), now)
+        self._events(host, now)
+        self._flush(host, now)
+
+    def _timer(self, now: float, host: _HostNode, _: Any) -> None:
+        if now != host.sched:
+            return
+        host.sched = INF
+        host.ep.handle_timer(now)
+        self._events(host, now)
+        self._flush(host, now)
+
+    def _start_flow(self, now: float, i: int, _: Any) -> None:
+        f = self.flows[i]
+        src = self.hosts[f.src]
+        handle = src.ep.send(self.hosts[f.dst].addr, self._payload(i), mode=self.cfg.mode)
+        self._handles[(f.src, handle)] = i
+        self._flush(src, now)
+
+    def _flush(self, host: _HostNode, now: float) -> None:
+        ep = host.ep
+        out = ep.datagrams_to_send(now)
+        if out:
+            nic = host.nic
+            pcap = self.pcap
+            frame_of = self.frames.frame
+            for data, meta in out:
+                frame, (dst, key, control, ect) = frame_of(data, meta)
+                if pcap is not None:
+                    pcap.write(now, frame)
+                nic.enqueue(Packet(frame, dst, key, control, ect), now)
+            if not nic.busy:
+                self._transmit(nic, now)
+        t = ep.get_timer()
+        if t is not None and t < host.sched:
+            host.sched = t = max(t, now)
+            self._push(t, self._timer, host)
+
+    def _facts(self, meta: DatagramMeta, header: bytes) -> tuple:
+        """What the switches need of a datagram of ``meta`` (uet.sim.frames.FrameCache keeps it
+        per metadata object): the destination host, the 5-tuple hash, the class."""
+        dst = self.addr_index.get(meta.dst)
+        if dst is None:
+            raise RuntimeError(f"a host sent to {meta.dst}, which is not in the fabric")
+        key = zlib.crc32(header[26:38])  # IPv4 source and destination, UDP ports: the 5-tuple
+        return dst, key, meta.dscp == DSCP_CONTROL, meta.ecn in (ECT0, ECT1)
+
+    def _events(self, host: _HostNode, now: float) -> None:
+        ep = host.ep
+        while (e := ep.next_event()) is not None:
+            t = type(e)
+            if t is sev.OperationComplete:
+                i = self._handles.pop((host.idx, e.handle), None)
+                if i is not None:
+                    self.fct[i] = now - self.flows[i].start_s
+                    self.open_flows -= 1
+            elif t is sev.MessageReceived:
+                self._delivered(host, e)
+            elif t is sev.OperationFailed:
+                self.failures.append(f"h{host.idx}: {e.op} {e.message_id} failed: {e.reason}")
+                if self._handles.pop((host.idx, e.handle), None) is not None:
+                    self.open_flows -= 1
+                    self.failed_flows += 1
+            elif t is pev.PdcClosed and e.error:
+                self.failures.append(f"h{host.idx}: PDC {e.pdcid} closed in error: {e.reason}")
+            elif t in (sev.MessageError, sev.RecvFailed):
+                self.failures.append(f"h{host.idx}: {e!r:.200}")
+
+    # --- the payload and its check ---------------------------------------------------------------
+    def _payload(self, i: int) -> bytes:
+        """Flow ``i``'s bytes: a window of the run's seeded stream that starts at a per-flow
+        offset, so that flows differ and one stream serves them all."""
+        f = self.flows[i]
+        off = (i * 4099) % self._spread
+        return self._stream[off:off + f.bytes]
+
+    def _delivered(self, host: _HostNode, e: Any) -> None:
+        data = e.data.tobytes() if type(e.data) is memoryview else e.data
+        src = self.addr_index.get(str(e.peer), -1)
+        cands = self._want.get((src, host.idx, len(data), native.crc32c(data)))
+        i = next((j for j in cands or () if data == self._payload(j)), None)
+        if i is None:
+            self.failures.append(f"h{host.idx}: a message from {e.peer} that no flow sent "
+                                 f"({len(data)} bytes) or damaged")
+            return
+        cands.remove(i)
+        self.delivered += 1
+
+    # --- run ----------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        cfg = self.cfg
+        wall0 = time.perf_counter()
+        biggest = max(f.bytes for f in self.flows)
+        self._spread = 1 << 16
+        self._stream = seeded_bytes(cfg.seed ^ 0x5EED, biggest + self._spread)
+        self._want: dict[tuple, list[int]] = {}
+        for i, f in enumerate(self.flows):
+            d = self._payload(i)
+            self._want.setdefault((f.src, f.dst, len(d), native.crc32c(d)), []).append(i)
+        self._handles: dict[tuple[int, int], int] = {}
+        self.fct: list[float | None] = [None] * len(self.flows)
+        self.open_flows = len(self.flows)
+        self.delivered = 0
+        self.failed_flows = 0
+        for i, f in enumerate(self.flows):
+            self._push(f.start_s, self._start_flow, i)
+        heap = self.heap
+        pop = heapq.heappop
+        limit = cfg.time_limit_s
+        while heap:
+            t, _, action, a, b = pop(heap)
+            if t > limit:
+                self.failures.append(f"time limit {limit}s reached")
+                break
+            self.now = t
+            action(t, a, b)
+            if self.open_flows <= 0 and self.delivered + self.failed_flows >= len(self.flows):
+                break
+        else:
+            if self.open_flows > 0:
+                self.failures.append(f"stalled at {self.now:.6f}s with {self.open_flows} flow(s) "
+                                     "not complete")
+        if self.delivered < len(self.flows) and not self.failures:
+            self.failures.append(f"{self.delivered} of {len(self.flows)} flows delivered")
+        return self._summary(time.perf_counter() - wall0)
+
+    def ideal_fct(self) -> float:
+        """The wire bytes crossing the busiest link, over its rate, plus the largest unloaded
+        RTT among the flows. Under perfect load balance the busiest link is a host's link or,
+        in an oversubscribed topology, the up links out of a subtree taken together (up-down
+        routing may spread what leaves a subtree over all of them: in a fat tree, what leaves
+        a pod over every up link of its aggregation switches). Degraded links are not counted:
+        the ideal is the healthy fabric's."""
+        topo, cfg = self.topo, self.cfg
+        below = {sw: frozenset(topo.down[sw]) for sw in topo.switches}
+        uplinks: dict[frozenset, int] = {}
+        for sw in topo.switches:
+            uplinks[below[sw]] = uplinks.get(below[sw], 0) + len(topo.up[sw])
+        load: dict[Any, int] = {}
+        for f in self.flows:
+            w = wire_bytes(f.bytes, cfg.mtu)
+            for key in ((f.src, "out"), (f.dst, "in")):
+                load[key] = load.get(key, 0) + w
+            for a, b, way in ((f.src, f.dst, "up"), (f.dst, f.src, "down")):
+                sw = topo.attach[a]
+                while b not in below[sw]:  # the subtrees the flow leaves (enters) on the way
+                    key = (below[sw], way)
+                    load[key] = load.get(key, 0) + w
+                    sw = topo.up[sw][0]
+        busiest = max(v / (uplinks[k[0]] if k[1] in ("up", "down") else 1)
+                      for k, v in load.items())
+        hops = max(topo.hops(f.src, f.dst) for f in self.flows)
+        return busiest / (cfg.rate_gbps * 1e9 / 8) + unloaded_rtt(hops, cfg)
+
+    def _summary(self, wall: float) -> dict[str, Any]:
+        cfg = self.cfg
+        stats = [h.ep.stats for h in self.hosts]
+        summary: dict[str, Any] = {"ok": False, "topology": cfg.topology, "hosts": self.topo.hosts,
+                                   "traffic": _traffic_name(cfg.traffic), "cc": cfg.cc,
+                                   "spray": cfg.spray}
+        summary.update(fct_summary(list(zip(self.flows, self.fct)), ideal_fct_s=self.ideal_fct()))
+        busiest = max(self.ports, key=lambda p: p.tx_bytes) if self.ports else None
+        packets = sum(s["packets_tx"] for s in stats) if "packets_tx" in stats[0] else None
+        summary.update({
+            "trimmed": sum(p.trimmed for p in self.ports),
+            "dropped": sum(p.dropped for p in self.ports),
+            "ecn_marked": sum(p.ce_marked for p in self.ports),
+            "retransmissions": sum(s["retransmissions"] for s in stats),
+            "rto": sum(s["rto"] for s in stats),
+            "max_queue_bytes": busiest.max_qbytes if busiest else 0,
+            "mean_queue_bytes": round(busiest.mean_queue(self.now), 1) if busiest else 0.0,
+            "busiest_port": busiest.name if busiest else None,
+            "buffer_bytes": self.buffer,
+            "base_rtt_s": self.base_rtt,
+            "bytes": sum(f.bytes for f in self.flows),
+            "sim_time_s": self.now,
+            "wall_time_s": round(wall, 6),
+            "packets_sent": sum(h.nic.tx_packets for h in self.hosts),
+            "internal_errors": sum(s["internal_errors"] for s in stats),
+            "failures": self.failures[:5],
+            "seed": cfg.seed,
+        })
+        if packets is not None:
+            summary["packets_tx"] = packets
+        summary["ok"] = (not self.failures and summary["completed"] == len(self.flows)
+                         and self.delivered == len(self.flows) and not summary["internal_errors"])
+        return summary
+
+
+def _traffic_name(spec: tuple[str, Any]) -> str:
+    kind, arg = spec
+    return f"{kind}:{arg}" if kind == "incast" else (str(arg) if kind == "matrix" else kind)
+
+
+def run(cfg: FabricSimConfig, **kw: Any) -> dict[str, Any]:
+    return FabricSimulator(cfg, **kw).run()
