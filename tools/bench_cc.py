@@ -5,8 +5,8 @@
 Scenarios (defaults of uet.sim.fabric: 100 Gb/s links of 1 us, one-BDP buffers, ECN 20%-80%,
 trimming, 4 KiB MTU; flows of ``--bytes``, 2 MB by default):
 
-* ``incast8``, ``incast16``: hosts 1..N to host 0 on one switch (``leafspine:17,1,1``), NSCC with
-  REPS, and the fixed window (1.5 BDP) beside it;
+* ``incast8``, ``incast16``: hosts 1..N to host 0 on one switch (``leafspine:17,1,1``), NSCC and
+  RCCC with REPS, and the fixed window (1.5 BDP) beside them;
 * ``perm``: a random permutation on ``fattree:8`` (128 hosts), NSCC with REPS and with oblivious
   spraying, each with ACKs every 16 KiB and every packet;
 * ``perm-degraded``: the same with the core link a0-c0 at 25% of its rate.
@@ -35,7 +35,7 @@ FIELDS = ("last_over_ideal", "max_over_avg_fct", "jain_fct", "trimmed", "dropped
 def scenarios(flow_bytes: int) -> list[tuple[str, dict]]:
     out = []
     for n in (8, 16):
-        for cc, spray in (("nscc", "reps"), ("fixed", "reps")):
+        for cc, spray in (("nscc", "reps"), ("rccc", "reps"), ("fixed", "reps")):
             out.append((f"incast{n}", dict(topology="leafspine:17,1,1", traffic=("incast", n),
                                            cc=cc, spray=spray)))
     for name, degrade in (("perm", []), ("perm-degraded", [("a0", "c0", 0.25)])):

@@ -28,8 +28,8 @@ from uet.fabric.relay import open_fabric
 
 def _peer(relay: tuple[str, int], rx_sock: socket.socket, count: int, size: int, window: int,
           flows: int, out: "mp.connection.Connection") -> None:
-    from ..wire.build import uet_bytes
-    from ..wire.trailer import CrcContext, with_trailer
+    from uet.wire.build import uet_bytes
+    from uet.wire.trailer import CrcContext, with_trailer
 
     txs = []
     for _ in range(flows):

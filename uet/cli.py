@@ -38,6 +38,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     cfg = DecodeConfig(
         ports=tuple(args.port or [UET_UDP_PORT]),
         trailer=args.trailer,
+        csig_ethertype=args.csig_ethertype,
         opts=Options(ccx_layout=args.ccx_layout, rsv_pdc_bit=args.rsv_pdc_bit,
                      mswap_cswap_ext=args.mswap_cswap_ext),
     )
@@ -86,6 +87,8 @@ def _cmd_wireshark(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .cms.csig import CSIG_ETHERTYPE
+
     parser = cliargs.Parser(
         prog="uet", description="Ultra Ethernet Transport (UEC 1.0.x) reference implementation.")
     parser.add_argument("--version", action="version", version=f"uet {__version__}")
@@ -110,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "(reference provider); uet-facts H.1 #4 (default 80)")
     dec.add_argument("--mswap-cswap-ext", action="store_true",
                      help="decode AMO MSWAP with the 36-byte compare-swap extension (uet-facts H.2)")
+    dec.add_argument("--csig-ethertype", type=cliargs.csig_ethertype, default=CSIG_ETHERTYPE,
+                     metavar="ETHERTYPE",
+                     help="EtherType of the CSIG congestion-signalling tag, hex (0x...) or decimal; "
+                          f"uet-facts E.4 fixes none (default 0x{CSIG_ETHERTYPE:04x})")
     dec.set_defaults(func=_cmd_decode)
 
     ws = sub.add_parser("wireshark", help="write the Lua dissector generated from the header schema",

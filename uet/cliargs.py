@@ -200,6 +200,25 @@ timeout = real(0.0, MAX_SECONDS, "a positive, finite time in seconds, e.g. 30", 
 seconds = real(0.0, MAX_SECONDS, "a finite time in seconds, 0 or more, e.g. 1")
 
 
+def csig_ethertype(s: str) -> int:
+    """The EtherType (TPID) of the CSIG tag (``--csig-ethertype 0x88b5``, uet-facts E.4), hex with
+    ``0x`` or decimal: an EtherType proper (0x0600 and up; lower values are 802.3 lengths) that the
+    decoder does not already read as IP or as a VLAN tag."""
+    from .capture.frame import NOT_CSIG_ETHERTYPES
+    from .cms.csig import CSIG_ETHERTYPE
+
+    taken = ", ".join(f"0x{t:04x}" for t in NOT_CSIG_ETHERTYPES)
+    what = (f"an EtherType from 0x0600 to 0xffff, hex or decimal, other than IPv4, IPv6 and the VLAN "
+            f"TPIDs ({taken}), e.g. 0x{CSIG_ETHERTYPE:04x}")
+    try:
+        v = int(s.strip(), 0)
+    except ValueError:
+        raise _bad(s, what) from None
+    if not 0x0600 <= v <= 0xFFFF or v in NOT_CSIG_ETHERTYPES:
+        raise _bad(s, what)
+    return v
+
+
 def fraction(s: str) -> float:
     """A probability from 0 to 1 (``--loss 0.02``)."""
     try:

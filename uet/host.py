@@ -65,12 +65,14 @@ class Host:
         self._sweep_at = INF
 
     # --- the datagram interface -------------------------------------------------------------------
-    def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float) -> None:
-        """H1: to the endpoint of its PDS type."""
+    def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float, *,
+                         csig: int | None = None) -> None:
+        """H1: to the endpoint of its PDS type. ``csig``: the CSIG tag the frame carried (E.4),
+        for the PDS's reflection (RUDI and UUD have no ACK_CCX to reflect it in)."""
         self._now = now
         t = data[0] >> 3 if data else -1
         if t in PDC_TYPES and not (t in NACK_TYPES and len(data) > 1 and data[1] & NACK_NT_FLAG):
-            self.pds.receive_datagram(data, meta, now)
+            self.pds.receive_datagram(data, meta, now, csig=csig)
         elif t in RUDI_TYPES or t in NACK_TYPES:
             self.rudi.receive_datagram(data, meta, now)
             self._rudi_events(now)

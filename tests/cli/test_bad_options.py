@@ -19,6 +19,9 @@ from uet import cli
 BAD = [
     # uet sim
     ("uet sim --rtt nan", "--rtt"),
+    ("uet sim --cc cubic", "--cc"),
+    ("uet sim --topology leafspine:2,2,2 --csig bogus", "--csig"),
+    ("uet sim --csig abw", "--csig"),
     ("uet sim --rtt inf", "--rtt"),
     ("uet sim --rtt -1", "--rtt"),
     ("uet sim --rtt 0", "--rtt"),
@@ -182,6 +185,9 @@ BAD = [
     ("uet decode /dev/null --port 0", "--port"),
     ("uet decode /dev/null --rsv-pdc-bit 81", "--rsv-pdc-bit"),
     ("uet decode /dev/null --trailer bogus", "--trailer"),
+    ("uet decode /dev/null --csig-ethertype zz", "--csig-ethertype"),
+    ("uet decode /dev/null --csig-ethertype 0x0800", "--csig-ethertype"),
+    ("uet decode /dev/null --csig-ethertype 0x10000", "--csig-ethertype"),
     ("uet decode", "file"),
     ("uet bogus", "bogus"),
 ]

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from uet.cms import Nscc, NsccParams
+from uet.cms import Nscc, NsccParams, csig
 from uet.cms.nscc import NACK_RCVR_INFER_LOSS, NACK_TRIMMED
 from uet.wire.enums import NACK_BY_NAME
 
@@ -275,15 +275,15 @@ def test_bad_cc_state_counted_and_ignored():
     cc = make()
     ack(cc, 0, nbytes=0, a=state(0))
     ack(cc, 0, a=state(1_000_000, pend=64))         # > 4 x MaxWnd (900000) in one ACK
-    ack(cc, 0, a=state(999_000, pend=64))           # backwards: 2^24 - 1000
+    ack(cc, 0, a=state(999_000, pend=64))           # backwards: an older ACK, overtaken
     ack(cc, 0, a=state(999_000, pend=200))          # not a 7-bit value
     ack(cc, 0, a=SimpleNamespace(m=0, cc_type=0))   # state fields missing
-    assert cc.counters["bad_cc_state"] == 4
+    assert cc.counters["bad_cc_state"] == 3 and cc.counters["stale_cc_state"] == 1
     assert cc.cwnd == 225_000
     ack(cc, 0, a=SimpleNamespace(m=0, cc_type=1, credit=5))    # credit state: not ours
     ack(cc, 0, a=object())                          # no cc_type at all: no state
-    assert cc.counters["bad_cc_state"] == 4
-    ack(cc, 0, a=state(999_000 + 4096, pend=64))    # resynchronised on the last count
+    assert cc.counters["bad_cc_state"] == 3
+    ack(cc, 0, a=state(1_000_000 + 4096, pend=64))  # resynchronised on the bad count
     assert cc.cwnd == 100_000 - 2048
 
 
@@ -345,3 +345,78 @@ def test_random_hook_sequences_keep_window_in_bounds(rate, base, trimming, steps
         assert isinstance(cc.cwnd_bytes, int)
         assert MTU <= cc.cwnd_bytes <= cc.max_wnd
         assert cc.can_send(0, MTU)
+
+
+# -- the CSIG variant (V1-V3; uet.cms.csig C1, C2) ------------------------------------------------
+
+EV = 50001
+
+
+def sig_ack(cc: Nscc, now: float, *tags: int, rtt: float) -> None:
+    """One ACK_CCX as the PDS gives it (I16): its reflected tags first, its own EV's first."""
+    for k, bits in enumerate(tags):
+        cc.on_signal(now, EV + k, bits)
+    ack(cc, now, rtt=rtt)
+
+
+@pytest.mark.parametrize("t", [csig.ABW, csig.ABW_C])
+def test_v1_no_proportional_increase_while_the_path_is_full(t):
+    cc = make(csig=True)
+    cc.cwnd = 100_000
+    for _ in range(9):
+        sig_ack(cc, 0, csig.pack(t, 1), rtt=15 * US)    # delay 3 us, bucket 1: held
+    assert cc.cwnd == 100_000                            # nothing accumulated, applied
+    assert cc.counters["csig_held"] == 9 and cc.counters["proportional_increase"] == 0
+    sig_ack(cc, 0, csig.pack(t, 2), rtt=15 * US)        # bucket 2: some room, it grows
+    assert cc.counters["proportional_increase"] == 1
+
+
+def test_v1_no_fast_increase_while_the_path_is_full():
+    cc = make(csig=True)
+    cc.cwnd = 20_000
+    for _ in range(6):
+        sig_ack(cc, 0, csig.pack(csig.ABW, 0), rtt=BASE)
+    assert cc.cwnd == 20_000 and cc.counters["fast_increase"] == 0
+    assert cc.counters["csig_held"] == 6
+
+
+def test_v1_the_fair_increase_still_applies():
+    cc = make(csig=True)
+    cc.cwnd = 100_000
+    for _ in range(9):
+        sig_ack(cc, 0, csig.pack(csig.ABW, 0), rtt=22 * US)   # 10 us >= target
+    assert cc.counters["fair_increase"] == 9 and cc.counters["csig_held"] == 0
+
+
+def test_v1_only_the_acks_own_path_counts():
+    cc = make(csig=True)
+    cc.cwnd = 100_000
+    sig_ack(cc, 0, csig.pack(csig.ABW, 20), csig.pack(csig.ABW, 0), rtt=15 * US)
+    assert cc.counters["proportional_increase"] == 1 and cc.counters["csig_held"] == 0
+    ack(cc, 0, rtt=15 * US)   # an ACK without a tag: the last ACK's signal is not reused
+    assert cc.counters["proportional_increase"] == 2
+
+
+def test_v2_a_larger_reflected_hop_delay_is_the_delay_input():
+    cc = make(csig=True)
+    cc.cwnd = 100_000
+    hop = csig.pack(csig.DELAY, 20)                     # 20 x 0.5 us = 10 us >= target 9 us
+    sig_ack(cc, 0, hop, rtt=13 * US)                    # the RTT says only 1 us
+    assert cc.counters["fair_increase"] == 1 and cc.counters["csig_delay"] == 1
+    # averaged like an RTT sample (E.6): unmarked above target counts as base RTT / 4
+    assert cc.avg_delay == pytest.approx(0.0125 * 3 * US)
+    sig_ack(cc, 0, csig.pack(csig.DELAY, 1), rtt=13 * US)   # 0.5 us: the RTT's 1 us stands
+    assert cc.counters["csig_delay"] == 1 and cc.counters["proportional_increase"] == 1
+
+
+def test_v3_d_r_nqd_and_the_variant_off_change_nothing():
+    for params, bits in (({"csig": True}, csig.pack(csig.ABW, 0, d=1)),
+                         ({"csig": True}, csig.pack(csig.ABW, 0, r=1)),
+                         ({"csig": True}, csig.pack(csig.NQD, 31)),
+                         ({}, csig.pack(csig.ABW, 0)),
+                         ({}, csig.pack(csig.DELAY, 31))):
+        cc = make(**params)
+        cc.cwnd = 100_000
+        sig_ack(cc, 0, bits, rtt=15 * US)
+        assert cc.counters["proportional_increase"] == 1, (params, bits)
+        assert cc.counters["csig_held"] == cc.counters["csig_delay"] == 0

@@ -1,15 +1,18 @@
 """One switch output port (uet/net/switch.py): its rules S1-S4 (the switch of uet-facts E.6,
-trimming as C.6), driven by hand in virtual time with a seeded ``random.Random``."""
+trimming as C.6) and S5-S6 (CSIG, E.4), driven by hand in virtual time with a seeded
+``random.Random``."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from uet.net.switch import PORT_COUNTERS, Packet, Port
+from uet.cms import csig
+from uet.net.switch import CSIG_COUNTERS, PORT_COUNTERS, Packet, Port
 
 HDR = 42          # Ethernet + IPv4 + UDP: what a trim keeps besides trim_bytes of UDP payload
 TRIM = 256
@@ -412,3 +415,147 @@ def test_s1_s4_byte_counters_equal_the_queues(ops, buffer, trimming, trim_bytes,
         assert offered == len(p.data) + len(p.prio) + p.tx_packets + p.dropped
         assert refused <= p.dropped
     assert p.trimmed <= offered
+
+
+# --- S5, S6: CSIG measurement and stamping (uet.cms.csig C1-C3) -----------------------------------
+
+TAU = 8e-6  # S5's default time constant
+# full scale 8 Gb/s, the ports' rate; delay buckets of 0.3 us keep whole microseconds off edges
+FULL = csig.Scale(abw_full_gbps=8.0, delay_unit_s=0.3e-6)
+
+
+def cport(t, *, lm=1, rate_bps=8e9, buffer=100_000, scale=FULL, **kw) -> Port:
+    """A CSIG port of 1e9 B/s: a 1000-byte frame takes 1 us."""
+    return Port(f"s{lm}", None, rate_bps=rate_bps, delay=0.0, buffer_bytes=buffer,
+                kmin_bytes=buffer, kmax_bytes=buffer + 1, trim_bytes=TRIM, trimming=True,
+                rng=random.Random(1), csig=t, csig_scale=scale, csig_lm=lm, **kw)
+
+
+def through(p: Port, tagged: Packet, *, before: int = 0, after: int = 0) -> float:
+    """Queue ``before`` untagged 1000-byte frames, ``tagged``, then ``after`` more at t=0 and
+    send back to back until ``tagged`` leaves; when it left."""
+    for i in range(before):
+        p.enqueue(pkt(1000, i), 0.0)
+    p.enqueue(tagged, 0.0)
+    for i in range(after):
+        p.enqueue(pkt(1000, i), 0.0)
+    now = 0.0
+    while True:
+        sent, done = p.start(now)
+        if sent is tagged:
+            return now
+        now = done
+
+
+def tagged(t, bits=None) -> Packet:
+    x = pkt(1000, 7)
+    x.csig = csig.neutral(t) if bits is None else bits
+    return x
+
+
+@pytest.mark.parametrize("loads,expected", [
+    # the link busy for 4, 8 and 1 us before the packet leaves: ABW = 8 Gb/s x e^(-busy/8us),
+    # buckets 18, 11, 27: the path minimum and the locator of the port that set it
+    ((4, 8, 1), (11, 2)),
+    ((8, 1, 4), (11, 1)),
+    ((1, 4, 8), (11, 3)),
+])
+def test_s5_s6_abw_compare_and_replace_over_a_path_keeps_the_worst(loads, expected):
+    x = tagged(csig.ABW)
+    ports = [cport(csig.ABW, lm=i + 1) for i in range(3)]
+    buckets = []
+    for p, busy in zip(ports, loads):
+        left = through(p, x, before=busy)
+        buckets.append(p.csig_bucket(left))
+    assert sorted(buckets) == [11, 18, 27]  # 31 x e^-1, 31 x e^-0.5, 31 x e^-0.125
+    tag = csig.unpack(x.csig)
+    assert (tag.t, tag.s, tag.lm, tag.d) == (csig.ABW, *expected, 0)
+    assert [p.csig_stamped for p in ports] == [1, 1, 1]
+    assert sum(p.csig_replaced for p in ports) == 1 + (loads[1] > loads[0]) + (
+        loads[2] > max(loads[:2]))
+
+
+@pytest.mark.parametrize("loads,expected", [((4, 8, 1), (26, 2)), ((8, 1, 4), (26, 1))])
+def test_s5_s6_delay_is_the_wait_and_the_path_keeps_the_largest(loads, expected):
+    x = tagged(csig.DELAY)
+    for i, busy in enumerate(loads):  # waits 4, 8, 1 us in units of 0.3 us: 13, 26, 3
+        through(cport(csig.DELAY, lm=i + 1), x, before=busy)
+    tag = csig.unpack(x.csig)
+    assert (tag.t, tag.s, tag.lm) == (csig.DELAY, *expected)
+
+
+def test_s5_abw_of_an_idle_port_is_full_scale_and_of_a_saturated_one_zero():
+    idle, busy = tagged(csig.ABW), tagged(csig.ABW)
+    through(cport(csig.ABW), idle)
+    p = cport(csig.ABW)
+    left = through(p, busy, before=40)  # busy 40 us = 5 time constants: utilisation 1 - e^-5
+    assert left == pytest.approx(40e-6)
+    assert p.util == pytest.approx(1 - math.exp(-5))
+    assert csig.unpack(idle.csig).s == csig.TOP == 31
+    tag = csig.unpack(busy.csig)
+    assert (tag.s, tag.lm) == (0, 1)
+
+
+def test_s5_idle_time_lowers_the_utilisation_again():
+    p = cport(csig.ABW, csig_interval=TAU)
+    for i in range(8):
+        p.enqueue(pkt(1000, i), 0.0)
+    now = 0.0
+    while (r := p.start(now)) is not None:
+        now = r[1]
+    x = tagged(csig.ABW)
+    p.enqueue(x, 16e-6)  # 8 us busy, then 8 us idle: (1 - e^-1) x e^-1
+    assert p.start(16e-6)[0] is x
+    assert p.util == pytest.approx((1 - math.exp(-1)) * math.exp(-1))
+    assert csig.unpack(x.csig).s == int(31 * (1 - p.util))  # 23
+
+
+def test_s5_abw_counts_a_degraded_rate_abw_c_does_not():
+    a, c = tagged(csig.ABW), tagged(csig.ABW_C)
+    through(cport(csig.ABW, rate_bps=2e9), a)     # idle at a quarter of full scale
+    through(cport(csig.ABW_C, rate_bps=2e9), c)
+    assert (csig.unpack(a.csig).s, csig.unpack(c.csig).s) == (7, 31)  # 31 x 0.25, 31
+
+
+def test_s5_nqd_is_the_depth_left_behind_over_the_buffer():
+    x = tagged(csig.NQD)
+    p = cport(csig.NQD, buffer=10_000)
+    through(p, x, after=5)  # 5000 of 10000 bytes behind it
+    assert csig.unpack(x.csig).s == 15
+    y = tagged(csig.NQD)
+    through(cport(csig.NQD, buffer=10_000), y, before=5)  # nothing behind it: 0
+    assert csig.unpack(y.csig).s == 0 and y.csig == csig.neutral(csig.NQD)
+
+
+def test_s6_a_trimmed_tag_gets_d_and_is_never_changed_after():
+    p = cport(csig.NQD, buffer=1000)
+    p.rng.random = lambda: 0.9  # type: ignore[method-assign]  # the arriving one is trimmed
+    assert p.enqueue(pkt(1000, 1), 0.0)
+    x = tagged(csig.NQD)
+    assert p.enqueue(x, 0.0) and x.trimmed
+    assert x.csig == csig.set_d(csig.neutral(csig.NQD)) and p.csig_d_set == 1
+    assert p.start(0.0)[0] is x and p.csig_stamped == 0  # the header leaves first, unstamped
+    bits = x.csig
+    nxt = cport(csig.NQD, lm=9, buffer=1000)
+    through(nxt, x, after=3)
+    assert x.csig == bits and nxt.csig_replaced == 0
+    y = tagged(csig.NQD, csig.set_d(csig.neutral(csig.NQD)))  # d set, in the data queue
+    through(cport(csig.NQD, buffer=10_000), y, after=5)      # a worse bucket (15) ...
+    assert y.csig == csig.set_d(csig.neutral(csig.NQD))      # ... left alone (C3)
+
+
+def test_s6_csig_off_and_untagged_packets_are_left_as_they_are():
+    x = tagged(csig.ABW)
+    p = port(buffer=100_000, kmin=50_000, kmax=60_000, rate_bps=8e9)
+    through(p, x, before=40)
+    assert x.csig == csig.neutral(csig.ABW) and p.util == 0.0
+    assert {c: getattr(p, c) for c in CSIG_COUNTERS} == dict.fromkeys(CSIG_COUNTERS, 0)
+    q = cport(csig.ABW)
+    u = pkt(1000, 3)
+    through(q, u, before=40)
+    assert u.csig is None and q.csig_stamped == 0 and q.util > 0.99  # measured all the same
+
+
+def test_s6_port_refuses_a_locator_beyond_7_bits():
+    with pytest.raises(ValueError, match="7-bit"):
+        cport(csig.ABW, lm=128)

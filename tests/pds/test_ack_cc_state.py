@@ -55,10 +55,11 @@ def test_b8_nscc_state_round_trip(cack, pend, restore, rcvd, ooo, m):
             a.service_time, a.cack_psn) == (0, pend, restore, rcvd, ooo, int(m), 0, cack)
 
 
-def test_b8_credit_ack_carries_no_nscc_state():
-    """cc_type 1 (credit, E.2): the bytes where NSCC keeps its state mean something else."""
+def test_b8_credit_ack_carries_its_credit_and_no_nscc_state():
+    """cc_type 1 (credit, E.2): the credit sits where NSCC keeps service_time, RC and pend."""
     enc = AckEncoder("ack_cc", 5, 6, 8)
-    data = bytearray(enc.pack(7, 0, False, False, 0, 0, 0, 0xABCDEF, 9, rcv_cwnd_pend=5))
-    data[12] |= 0x10  # cc_type 1: the high nibble of byte 12 (B.8 bit 96)
-    a = read_ack(ACK_CC_TYPE, bytes(data), len(data))
-    assert (a.cc_type, a.rcv_cwnd_pend, a.rcvd_bytes, a.ooo_count) == (1, 0, 0, 0)
+    data = enc.pack(7, 0, False, False, 0, 0, 0, 0xABCDEF, 9, credit=0x12345)
+    a = read_ack(ACK_CC_TYPE, data, len(data))
+    assert (a.cc_type, a.credit, a.ooo_count, a.rcvd_bytes, a.rcv_cwnd_pend) == (
+        1, 0x12345, 9, 0, 0)
+    assert data[24:27] == bytes.fromhex("012345") and data[30:32] == bytes.fromhex("0009")

@@ -28,7 +28,7 @@ from uet.wire import uet_headers as U
 from uet.wire.schema import DEFAULT_OPTIONS, Options, Switch
 
 GENERATED_KEYS = [h.key for h in U.UET_HEADERS] + [h.key for h in (R.RETH, R.IMMDT, R.IETH, R.ATOMICETH,
-                                                                   R.ATOMICACKETH, R.DETH)]
+                                                                   R.ATOMICACKETH, R.DETH)] + ["csig"]
 OTHER_OPTIONS = Options(ccx_layout="xdp2", rsv_pdc_bit=83, mswap_cswap_ext=True)
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -47,20 +47,20 @@ def test_cli_writes_the_same_text(tmp_path, capsys):
 
 
 def test_plan_variants_match_the_codec():
-    for h in U.UET_HEADERS + R.ROCE_HEADERS:
+    for h in L.SCHEMA_HEADERS:
         plan_keys = {v.key for v in L.variants(h)}
         assert plan_keys == set(codec(h).variants)
 
 
 def test_every_schema_field_has_one_abbreviation():
     seen = {}
-    for h in U.UET_HEADERS + R.ROCE_HEADERS:
+    for h in L.SCHEMA_HEADERS:
         for var in codec(h).variants.values():
             for p in var.placed:
                 if p.field.reserved:
                     continue
                 abbr = abbreviation(h.key, p)
-                assert re.fullmatch(r"(uet|uetroce)(\.[a-z0-9_]+)+", abbr), abbr
+                assert re.fullmatch(r"(uet|uetroce|uetcsig)(\.[a-z0-9_]+)+", abbr), abbr
                 sig = L.spec_of(p).signature
                 # one abbreviation = one Wireshark type
                 assert seen.setdefault(abbr, sig) == sig, abbr
@@ -83,6 +83,8 @@ def test_every_schema_field_has_one_abbreviation():
     ("ses.rendezvous", "eager_length", "uet.ses.rendezvous.eager_length"),
     ("roce.bth", "dest_qp", "uetroce.bth.dest_qp"),
     ("roce.reth", "r_key", "uetroce.reth.r_key"),
+    ("csig", "t", "uetcsig.t"),
+    ("csig", "ethertype", "uetcsig.ethertype"),
 ])
 def test_abbreviations_follow_the_json_paths(key, name, abbr):
     c = codec(key)
@@ -120,10 +122,10 @@ def test_wide_and_signed_fields_get_the_right_types():
 
 def test_every_header_and_enum_is_in_the_lua():
     text = generate_lua()
-    for h in U.UET_HEADERS + R.ROCE_HEADERS:
+    for h in L.SCHEMA_HEADERS:
         assert f'H["{h.key}"] = ' in text
     for name in ("pds_type", "next_hdr", "nack_code", "ctl_type", "ses_opcode", "rsp_opcode",
-                 "return_code", "amo_opcode", "amo_datatype", "roce_opcode", "aeth_nak"):
+                 "return_code", "amo_opcode", "amo_datatype", "roce_opcode", "aeth_nak", "csig_type"):
         assert f'VS["{name}"] = ' in text
     # vendor ranges are expanded into the value strings
     assert '[48] = "VENDOR_0x30"' in text
@@ -135,6 +137,21 @@ def test_packet_chain_tables_come_from_the_schema():
     assert "local RENDEZVOUS_OPCODES = { [6] = true, [10] = true }" in text
     assert "[129] = { H[\"roce.cnp\"] }" in text  # CNP
     assert "[100] = { H[\"roce.deth\"] }" in text  # UD SEND_ONLY
+
+
+def test_csig_tag_has_its_own_protocol_on_an_ethertype():
+    """E.4: the tag is dissected by "<name>csig", registered on the EtherType uet.cms.csig names
+    (a preference), its header item being the protocol's own."""
+    from uet.cms.csig import CSIG_ETHERTYPE
+
+    text = generate_lua(proto_name="uetx")
+    assert f"local CSIG_ETHERTYPE = 0x{CSIG_ETHERTYPE:04X}" in text
+    assert 'new_proto({ GEN_NAME .. "csig", GEN_NAME .. "refcsig" }' in text
+    assert "proto_csig.prefs.ethertype = Pref.uint(" in text
+    assert 'DissectorTable.get("ethertype")' in text
+    assert 'H["csig"] = { key = "csig", title = "CSIG tag (after its TPID)", ref = "E.4", hf = proto_csig,' in text
+    assert f'protocol "uetxcsig" on EtherType 0x{CSIG_ETHERTYPE:04x}' in text
+    assert {fd.suffix for fd in L.plan().fields if fd.proto == "csig"} == {"t", "s", "lm", "d", "r", "ethertype"}
 
 
 def test_tshark_command():

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from uet.wire import net_headers as NH
 from uet.wire import roce_headers as R
 from uet.wire import uet_headers as U
 from uet.wire.codec import codec
@@ -129,7 +130,8 @@ class Expect:
     where: str
 
 
-def _header_expect(h, fields: dict, pn: str, rn: str, opts: Options, where: str) -> list[Expect]:
+def _header_expect(h, fields: dict, pn: str, rn: str, opts: Options, where: str,
+                   cn: str = "uetcsig") -> list[Expect]:
     out: list[Expect] = []
     ints = {k: int(v) for k, v in fields.items() if isinstance(v, (int, bool))}
     var = codec(h).variant_for_fields(ints, opts)
@@ -138,7 +140,7 @@ def _header_expect(h, fields: dict, pn: str, rn: str, opts: Options, where: str)
         if p.field.reserved or p.name not in fields:
             continue
         fd = L.plan().field_for(h.key, p)
-        abbr = f"{pn if fd.proto == 'uet' else rn}.{fd.suffix}"
+        abbr = f"{L.field_prefix(fd.proto, pn, rn, cn)}.{fd.suffix}"
         v = fields[p.name]
         used.add(p.name)
         if p.field.flag:
@@ -164,9 +166,11 @@ def _header_expect(h, fields: dict, pn: str, rn: str, opts: Options, where: str)
 
 
 def expected_fields(obj: dict, pn: str = "uet", rn: str = "uetroce",
-                    opts: Options | None = None) -> list[Expect]:
+                    opts: Options | None = None, cn: str = "uetcsig") -> list[Expect]:
     opts = opts or Options()
     out: list[Expect] = []
+    if "csig" in obj:
+        out += _header_expect(NH.CSIG, obj["csig"], pn, rn, opts, "csig", cn)
     if "uet" in obj:
         u = obj["uet"]
         if "entropy" in u:
@@ -226,14 +230,15 @@ def _shown(e: Expect, attrs: dict[str, str]) -> Any:
 
 
 #: transport-level problems (the ones the dissector reports); ip/udp/link problems are Wireshark's
-_TRANSPORT_PROBLEM = re.compile(r"^(pds|ses|tss|entropy|crc|icrc|roce)\b")
+_TRANSPORT_PROBLEM = re.compile(r"^(pds|ses|tss|entropy|crc|icrc|roce|csig)\b")
 
 
 def compare(obj: dict, pkt: Packet, pn: str = "uet", rn: str = "uetroce",
-            opts: Options | None = None) -> list[str]:
-    """Differences between one ``uet decode --json`` object and the dissector's view of the frame."""
+            opts: Options | None = None, cn: str = "uetcsig") -> list[str]:
+    """Differences between one ``uet decode --json`` object and the dissector's view of the frame
+    (the CSIG tag's fields too when ``cn`` is among the protocols ``pkt`` was read with)."""
     bad: list[str] = []
-    exp = expected_fields(obj, pn, rn, opts)
+    exp = expected_fields(obj, pn, rn, opts, cn)
     want: dict[str, list[Expect]] = {}
     for e in exp:
         want.setdefault(e.abbr, []).append(e)
@@ -256,7 +261,7 @@ def compare(obj: dict, pkt: Packet, pn: str = "uet", rn: str = "uetroce",
             if shown != e.value:
                 bad.append(f"{abbr}: tshark name {shown!r} != JSON {e.value!r}")
     # the other way round: every schema field tshark shows is in the JSON
-    known = header_abbreviations(pn, rn)
+    known = header_abbreviations(pn, rn, cn)
     for abbr in pkt.fields:
         if abbr in known and abbr not in want:
             bad.append(f"{abbr}: shown by tshark ({pkt.fields[abbr][0].get('showname')}), not in the JSON")
@@ -269,10 +274,10 @@ def compare(obj: dict, pkt: Packet, pn: str = "uet", rn: str = "uetroce",
     return bad
 
 
-def header_abbreviations(pn: str = "uet", rn: str = "uetroce") -> set[str]:
+def header_abbreviations(pn: str = "uet", rn: str = "uetroce", cn: str = "uetcsig") -> set[str]:
     out = set()
     for fd in L.plan().fields:
-        out.add(f"{pn if fd.proto == 'uet' else rn}.{fd.suffix}")
+        out.add(f"{L.field_prefix(fd.proto, pn, rn, cn)}.{fd.suffix}")
     for h in L.UET_HEADERS + L.ROCE_HEADERS:
         for d in h.derived:
             out.add(f"{pn if L.proto_of(h) == 'uet' else rn}.{L.json_path(h)}.{d.name}")

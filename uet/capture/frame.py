@@ -1,8 +1,13 @@
 """One captured frame -> the ``uet decode --json`` object (design.md "Contracts").
 
-Link layer (Ethernet with VLAN tags, raw IP, Linux cooked v1/v2, BSD loopback) -> IPv4/IPv6 ->
-UDP (UET on the configured ports, RoCEv2 on 4791) or IP protocol 253 (UET with the entropy header).
-Never raises on frame contents: what cannot be decoded goes into ``problems`` and ``error``.
+Link layer (Ethernet with VLAN tags and the CSIG tag, raw IP, Linux cooked v1/v2, BSD loopback) ->
+IPv4/IPv6 -> UDP (UET on the configured ports, RoCEv2 on 4791) or IP protocol 253 (UET with the
+entropy header). Never raises on frame contents: what cannot be decoded goes into ``problems`` and
+``error``.
+
+The CSIG tag (uet-facts E.4, layout uet.cms.csig C1) is read like an 802.1Q tag: an EtherType (the
+TPID, ``DecodeConfig.csig_ethertype``), 16 bits of tag, then the inner EtherType; VLAN tags may come
+before and after it. Its fields become the frame's ``"csig"`` object.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from socket import AF_INET6, inet_ntoa, inet_ntop
 from typing import Any
 
 from .. import ROCE_UDP_PORT, UET_IP_PROTO, UET_UDP_PORT
+from ..cms.csig import CSIG_ETHERTYPE
 from ..wire import codec
 from ..wire.packet import Decoded, decode_roce, decode_uet
+from ..wire.render import header_json
 from ..wire.schema import DEFAULT_OPTIONS, Options
 from ..wire.trailer import CrcContext
 
@@ -23,18 +30,26 @@ _RAW_ALIASES = (12, 14, LINKTYPE_RAW)  # DLT_RAW differs between BSDs
 ETHERTYPE_IPV4, ETHERTYPE_IPV6 = 0x0800, 0x86DD
 _VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
 _AF_INET6 = (10, 24, 28, 30)  # Linux, NetBSD/OpenBSD, FreeBSD, macOS
+#: EtherTypes the CSIG tag cannot take: the link walk reads them as IP or as VLAN tags
+NOT_CSIG_ETHERTYPES = (ETHERTYPE_IPV4, ETHERTYPE_IPV6) + _VLAN_TPIDS
+#: E.4 / csig C1: r is reserved; a receiver counts a tag with r set and ignores it, the decoder
+#: still shows it (the Lua dissector reports the same text)
+CSIG_R_SET = "csig: reserved bit r is set (E.4): a receiver ignores this tag"
 
 _ETH, _VLAN, _SLL, _SLL2 = codec("eth"), codec("vlan"), codec("sll"), codec("sll2")
 _IPV4, _IPV6, _UDP = codec("ipv4"), codec("ipv6"), codec("udp")
+_CSIG = codec("csig")
 
 
 @dataclass
 class DecodeConfig:
-    """Options of ``uet decode``: which UDP ports are UET, and how to treat the trailer."""
+    """Options of ``uet decode``: which UDP ports are UET, how to treat the trailer, and which
+    EtherType marks a CSIG tag (E.4: not fixed by the sources, so an option)."""
 
     ports: tuple[int, ...] = (UET_UDP_PORT,)
     trailer: str = "auto"
     opts: Options = field(default_factory=lambda: DEFAULT_OPTIONS)
+    csig_ethertype: int = CSIG_ETHERTYPE
 
 
 @dataclass
@@ -45,24 +60,31 @@ class FrameResult:
     transport: Decoded | None = None
     ip_fields: dict[str, Any] | None = None
     udp_fields: dict[str, Any] | None = None
+    csig_fields: dict[str, Any] | None = None
 
 
 class _Stop(Exception):
     pass
 
 
-def _link_to_ip(linktype: int, raw: bytes) -> tuple[int, int]:
+def _link_to_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult,
+                problems: list[str]) -> tuple[int, int]:
     """(offset of the IP header, IP version hint 0/4/6) or raise _Stop with a reason."""
     if linktype == LINKTYPE_ETHERNET:
         if len(raw) < 14:
             raise _Stop(f"eth: truncated: needs 14 bytes, {len(raw)} left")
         eth, off = _ETH.decode(raw, 0)
         etype = eth["ethertype"]
-        while etype in _VLAN_TPIDS:
-            if len(raw) < off + 4:
-                raise _Stop("vlan: truncated tag")
-            etype = _VLAN.decode(raw, off)[0]["ethertype"]
-            off += 4
+        while True:
+            if etype in _VLAN_TPIDS:
+                if len(raw) < off + 4:
+                    raise _Stop("vlan: truncated tag")
+                etype = _VLAN.decode(raw, off)[0]["ethertype"]
+                off += 4
+            elif etype == cfg.csig_ethertype:
+                etype, off = _csig_tag(raw, off, res, problems)
+            else:
+                break
         if etype == ETHERTYPE_IPV4:
             return off, 4
         if etype == ETHERTYPE_IPV6:
@@ -95,6 +117,25 @@ def _link_to_ip(linktype: int, raw: bytes) -> tuple[int, int]:
     raise _Stop(f"linktype {linktype} is not supported")
 
 
+def _csig_tag(raw: bytes, off: int, res: FrameResult, problems: list[str]) -> tuple[int, int]:
+    """The CSIG tag after its TPID at ``off`` (E.4): (inner EtherType, offset after the tag)."""
+    fields, size, var = _CSIG.decode_any(raw, off)
+    if var is None:  # keep the whole fields that fit, as the transport layers do
+        if fields and res.csig_fields is None:
+            res.csig_fields = fields
+            res.obj["csig"] = header_json(_CSIG, fields)
+        raise _Stop(f"csig: truncated: needs {size} bytes, {max(len(raw) - off, 0)} left")
+    if res.csig_fields is None:
+        res.csig_fields = fields
+        res.obj["csig"] = var.to_json(fields)
+    else:  # E.4 puts one tag on a packet; a second one is walked through but not shown
+        problems.append("csig: a second tag; the first one is shown")
+    problems.extend(var.problems(fields))
+    if fields["r"]:
+        problems.append(CSIG_R_SET)
+    return fields["ethertype"], off + size
+
+
 def decode_frame(linktype: int, raw: bytes, number: int, cfg: DecodeConfig | None = None) -> FrameResult:
     """Decode one frame; ``number`` is its 1-based position in the file."""
     cfg = cfg or DecodeConfig()
@@ -116,7 +157,7 @@ def decode_frame(linktype: int, raw: bytes, number: int, cfg: DecodeConfig | Non
 
 def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, problems: list[str]) -> None:
     obj = res.obj
-    off, version = _link_to_ip(linktype, raw)
+    off, version = _link_to_ip(linktype, raw, cfg, res, problems)
     if off >= len(raw):
         raise _Stop("ip: no bytes after the link header")
     actual = raw[off] >> 4

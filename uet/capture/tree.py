@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..wire.codec import codec
 from ..wire.render import header_tree
 from .frame import FrameResult
 
@@ -9,6 +10,10 @@ from .frame import FrameResult
 def frame_tree(res: FrameResult, length: int) -> str:
     obj = res.obj
     lines = [f"Frame {obj['frame']}: {length} bytes"]
+    if res.csig_fields is not None:
+        c = codec("csig")
+        lines.append(f"  {c.header.title} [uet-facts {c.header.ref}]")
+        lines.extend(header_tree(c, res.csig_fields, indent="      "))
     ip = obj.get("ip")
     if ip:
         ecn = ("Not-ECT", "ECT(1)", "ECT(0)", "CE")[ip["ecn"]]

@@ -6,7 +6,10 @@ an algorithm never reads a clock itself. ``ack`` is the ACK as the PDS read it
 (:class:`uet.pds.packets.Ack`: its flags, CACK, SACK and MPR by name); the NSCC state of ACK_CC
 (``service_time``, ``rcv_cwnd_pend``, ``rcvd_bytes``, uet-facts.md B.8, E.1) joins it when an
 algorithm reads it. The PDS calls every hook of whatever class it is given (no class is treated
-apart): tests/pds/test_interfaces.py records the calls.
+apart): tests/pds/test_interfaces.py records the calls. A class with ``wants_credit`` set is
+receiver-credit paced (RCCC, E.2, :mod:`uet.cms.rccc`): the PDS states its :meth:`credit_target` in
+the CC request form (B.6) or CONTROL CREDIT_REQ (B.12) and hands it the grants of ACK_CC cc_type 1
+(B.8) and CONTROL CREDIT (B.12) through :meth:`on_credit`; for the others both are no-ops.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ class CongestionControl:
     """Base class: a window in bytes (and, derived, in packets). Subclasses override the hooks."""
 
     mtu: int = 4096
+    wants_credit: bool = False  # E.2: True -> the PDS states credit_target and passes grants on
 
     @property
     def cwnd_bytes(self) -> int:
@@ -53,3 +57,13 @@ class CongestionControl:
 
     def on_rtt_sample(self, now: float, rtt: float) -> None:
         """One RTT sample (Karn: never from a retransmitted packet)."""
+
+    def on_signal(self, now: float, ev: int, bits: int) -> None:
+        """A CSIG tag reflected for entropy ``ev`` (its 16 tag bits), uet.cms.csig C4."""
+
+    def credit_target(self, backlog_bytes: int) -> int:
+        """RCCC (E.2, B.6): the demand in bytes to state with ``backlog_bytes`` waiting; 0 here."""
+        return 0
+
+    def on_credit(self, now: float, nbytes: int) -> None:
+        """RCCC (E.2, B.8 cc_type 1, B.12 CREDIT): the receiver granted ``nbytes``; ignored here."""

@@ -6,6 +6,22 @@ in ACK_CC (B.8) and the periodic application of the accumulated increase. E.1 gi
 defaults (one source, H.1 row 17: all are parameters); where E.1 is open this follows E.6 (htsim).
 Project choices say "choice:". Seconds and bytes; no clock is read. Per ACK the PDS calls
 ``on_rtt_sample`` (Karn permitting), ``on_ce`` (flag M), then ``on_ack``, which decides.
+
+The CSIG variant (``NsccParams.csig``; choice: E.4 says CSIG's signals serve congestion control,
+not how): the PDS gives the reflected CSIG tags of an ACK_CCX (uet.cms.csig C4) to
+:meth:`Nscc.on_signal` before that ACK's ``on_ack`` (its rule I16), the ACK's own EV first (C4);
+that first tag is the signal of the path the ACK came on. With it, in ``on_ack``:
+
+  V1  ABW, ABW/C: while that path says (almost) no bandwidth is available (bucket <=
+      ``CSIG_STARVED``, 1), neither the proportional nor the fast increase is applied
+      (``csig_held``): the queue has not grown yet but the bottleneck is full. The fair
+      increase still is (it is what shares a full link).
+  V2  DELAY: the reflected per-hop delay (the bucket's lower edge on ``csig_scale``) replaces
+      RTT - base RTT as the delay input when it is larger (``csig_delay``): one hop's queue
+      is seen even when reordering on other paths hides it in the RTT.
+  V3  a tag with d or r set (C1, C3), of nQD (no rule uses it), or an ACK without a tag changes
+      nothing. (An ACK whose own request carried no tag reflects other EVs only (G2 of
+      uet.pds.signals); the hook names no ACK EV, so the first of those stands in.)
 """
 
 from __future__ import annotations
@@ -16,6 +32,7 @@ from typing import Any
 
 from ..wire.enums import NACK_BY_NAME
 from .base import CongestionControl
+from .csig import ABW, ABW_C, DELAY, Scale
 
 NACK_TRIMMED = NACK_BY_NAME["TRIMMED"]                  # B.11 0x01
 NACK_TRIMMED_LASTHOP = NACK_BY_NAME["TRIMMED_LASTHOP"]  # B.11 0x02: also our packet, trimmed
@@ -30,6 +47,7 @@ BAD_DELTA_WINDOWS = 4            # choice: a rcvd_bytes delta above 4 x MaxWnd i
 TARGET_QDELAY_TRIM = 0.75        # E.1: target_qdelay for trimming networks, x base RTT
 TARGET_QDELAY_NO_TRIM = 1.0      # E.6: htsim's target without trimming
 QA_THRESHOLD_NO_TRIM = 4.0       # E.1/E.6: qa_threshold = 4 x target without trimming
+CSIG_STARVED = 1                 # V1 choice: buckets 0 and 1 (under 2/31 of full scale) = none
 
 
 @dataclass
@@ -53,6 +71,8 @@ class NsccParams:
     trimming: bool = True
     reference_bdp: int = 150_000    # scaling_a = BDP / 150000 B (100 Gb/s x 12 us)
     reference_delay: float = 12e-6  # scaling_b = target / 12 us
+    csig: bool = False              # V1-V3: the CSIG variant (choice)
+    csig_scale: Scale = Scale()     # C2: what the buckets mean (the fabric's own scale)
 
 
 class Nscc(CongestionControl):
@@ -91,8 +111,9 @@ class Nscc(CongestionControl):
         self.avg_delay = 0.0                            # E.6 averaged queueing delay, seconds
         self.counters = dict.fromkeys((
             "md", "fair_increase", "proportional_increase", "fast_increase", "quick_adapt",
-            "trims", "losses", "timeouts", "rcv_pend", "restores", "bad_cc_state", "ce_ignored",
-            "nacks_other"), 0)
+            "trims", "losses", "timeouts", "rcv_pend", "restores", "bad_cc_state", "stale_cc_state",
+            "ce_ignored",
+            "nacks_other", "csig_held", "csig_delay"), 0)
         self._sample: float | None = None   # RTT of this ACK (on_rtt_sample), used in on_ack
         self._ce = False                    # on_ce seen for this ACK
         self._inc = 0.0                     # E.1 accumulated increase (bytes x bytes)
@@ -108,6 +129,7 @@ class Nscc(CongestionControl):
         self._inflight = 0                  # last known bytes in flight
         self._rcvd_bytes: int | None = None  # last rcvd_bytes of an ACK_CC (B.8)
         self._saved_cwnd: float | None = None   # window before receiver penalties began
+        self._path_sig: int | None = None   # V1-V3: the tag of this ACK's path (on_signal)
 
     # -- the window ------------------------------------------------------------------------
     @property
@@ -157,10 +179,22 @@ class Nscc(CongestionControl):
         self._inflight = max(0, inflight_bytes)
         ce = self._ce or bool(getattr(ack, "m", 0))
         rtt, self._sample, self._ce = self._sample, None, False
+        sig, self._path_sig = self._path_sig, None
+        hop = starved = None
+        if sig is not None and not sig & 3:     # V3: d or r set
+            t, s = sig >> 14, (sig >> 9) & 31
+            if t == DELAY:
+                hop = self.params.csig_scale.value(t, s)    # V2
+            elif t in (ABW, ABW_C):
+                starved = s <= CSIG_STARVED                  # V1
         if rtt is None:
             delay = self.avg_delay  # E.6: no sample (Karn) -> the averaged delay stands in
         else:
             delay = max(0.0, rtt - self.base_rtt)           # E.6 delay = RTT - base RTT
+        if hop is not None and hop > delay:
+            delay = hop                                     # V2: the path's own queue
+            self.counters["csig_delay"] += 1
+        if rtt is not None:
             self._average(self.base_rtt / 4 if not ce and delay > self.target else delay)
         if self.qa_threshold > 0 and delay > self.qa_threshold:
             self._qa_delay_hit = True                       # E.1 QuickAdapt delay trigger
@@ -178,6 +212,9 @@ class Nscc(CongestionControl):
                 self._fast, self._fi_count = False, 0
                 self._inc += self._fi * nbytes
                 self.counters["fair_increase"] += 1
+            elif starved:                   # V1: the path's bottleneck is full
+                self._fast, self._fi_count = False, 0
+                self.counters["csig_held"] += 1
             elif not self._fast_increase(nbytes, delay):    # E.1 not CE, delay < target
                 self._inc += self._alpha * nbytes * (self.target - delay)
                 self.counters["proportional_increase"] += 1
@@ -204,6 +241,12 @@ class Nscc(CongestionControl):
         self._ignore_left -= nbytes
         if not self._quick_adapt(now) and not ignoring:
             self.cwnd = self._cwnd - nbytes     # E.6: no QuickAdapt -> shrink by the packet
+
+    def on_signal(self, now: float, ev: int, bits: int) -> None:
+        """A reflected CSIG tag for ``ev`` (I16 of the PDS): the first one since the last ACK is
+        that ACK's own path (C4), the one ``on_ack`` uses (V1-V3); off without ``csig``."""
+        if self.params.csig and self._path_sig is None:
+            self._path_sig = bits
 
     def on_loss(self, now: float, nbytes: int) -> None:
         self._start(now)
@@ -287,9 +330,19 @@ class Nscc(CongestionControl):
         except (AttributeError, TypeError, ValueError):
             self.counters["bad_cc_state"] += 1
             return False
-        last, self._rcvd_bytes = self._rcvd_bytes, rcvd % RCVD_BYTES_MOD
-        newly = 0 if last is None else (self._rcvd_bytes - last) % RCVD_BYTES_MOD
-        if not 0 <= pend <= PEND_MAX or newly > BAD_DELTA_WINDOWS * self.max_wnd:
+        if not 0 <= pend <= PEND_MAX:
+            self.counters["bad_cc_state"] += 1  # cannot be 7 bits: ignore the whole state
+            return False
+        rcvd %= RCVD_BYTES_MOD
+        last = self._rcvd_bytes
+        newly = 0 if last is None else (rcvd - last) % RCVD_BYTES_MOD
+        if newly >= RCVD_BYTES_MOD // 2:
+            # choice: an ACK older than the last one read (ACKs sprayed over paths overtake
+            # each other): its count went backwards; it says nothing new
+            self.counters["stale_cc_state"] += 1
+            return False
+        self._rcvd_bytes = rcvd
+        if newly > BAD_DELTA_WINDOWS * self.max_wnd:
             self.counters["bad_cc_state"] += 1  # choice: resync rcvd_bytes, ignore the rest
             return False
         if restore and self._saved_cwnd is not None:

@@ -11,6 +11,14 @@ per-path rate (0.25 Gb/s) at which the window's bursts queue and get CE marks; `
 is a clean run. ``--capture FILE.pcap`` writes every datagram the fabric forwards, both
 directions, with wall-clock timestamps.
 
+``--cc nscc|rccc`` (default fixed: the window, as without the option), ``--spray
+reps|oblivious|rr|random|single``, ``--csig TYPE`` (the fabric stamps CSIG tags, the receiver
+reflects them and the sender's spraying avoids paths they show clearly worse) and ``--degrade-path
+I:F`` (path I at fraction F of ``--rate``): :mod:`uet.demo.run` says which rate and base RTT NSCC
+and RCCC are built for, and what the summary adds (per path queue figures and CSIG buckets, the
+sender's window over the run, ``cc``, ``spray``, ``csig``). ``tools/bench_csig_live.py`` runs the
+slow-path experiment.
+
 stderr: a progress bar (when stderr is a terminal, or ``--progress``) and, at the end, a per-path
 table (packets, trims, CE marks, drops) and the summary (rich if installed, else plain text).
 With ``--json`` stdout holds exactly one JSON object on one line and nothing else. A run that is
@@ -28,6 +36,7 @@ import time
 from typing import Any, Sequence, TextIO
 
 from .. import cliargs
+from ..fabric.command import check_degrade
 from .options import add_arguments, resolve
 
 
@@ -39,7 +48,9 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
     sim = sim_config(args)
     return DemoConfig.from_sim(sim, entropy_values=args.entropies, fabric=args.fabric,
-                               capture=args.capture, timeout=args.timeout, host=args.host)
+                               capture=args.capture, timeout=args.timeout, host=args.host,
+                               cc=args.cc, csig=args.csig,
+                               degrade_paths=list(args.degrade_path))
 
 
 def replay_command(args: argparse.Namespace) -> str:
@@ -52,9 +63,13 @@ def replay_command(args: argparse.Namespace) -> str:
             words += [f"--{name}", repr(getattr(args, name))]
         for i, t in args.fail_path:
             words += ["--fail-path", f"{i}@{t:g}"]
+        for i, f in args.degrade_path:
+            words += ["--degrade-path", f"{i}:{f!r}"]
+        if args.csig:
+            words += ["--csig", args.csig]
     else:
         words.append("--no-fabric")
-    words += ["--mode", args.mode, "--spray", args.spray]
+    words += ["--mode", args.mode, "--spray", args.spray, "--cc", args.cc]
     if args.entropies:
         words += ["--entropies", str(args.entropies)]
     if args.window:
@@ -120,7 +135,7 @@ class Progress:
 
 
 FABRIC_COLUMNS = ("path", "state", "entropy", "data pkts", "packets", "answers", "trims", "CE",
-                  "drops", "dups", "reord", "corrupt")
+                  "drops", "dups", "reord", "corrupt", "max q KB", "mean q KB")
 
 
 def table_rows(summary: dict[str, Any]) -> tuple[tuple[str, ...], list[list[str]]]:
@@ -134,12 +149,23 @@ def table_rows(summary: dict[str, Any]) -> tuple[tuple[str, ...], list[list[str]
     rows = []
     keys = ("data_packets", "packets", "answers", "trimmed", "ce_marked", "dropped", "duplicated",
             "reordered", "corrupted")
+    csig = bool(summary.get("csig"))
+    head = FABRIC_COLUMNS + (("rate", "csig s") if csig else ("rate",))
     for p in pp:
         ent = ",".join(map(str, p["entropy_ports"][:3])) + ("..." if len(p["entropy_ports"]) > 3 else "")
-        rows.append([str(p["path"]), "FAILED" if p["failed"] else "up", ent or "-",
-                     *(str(p[k]) for k in keys)])
-    rows.append(["all", "", "", *(str(sum(p[k] for p in pp)) for k in keys)])
-    return FABRIC_COLUMNS, rows
+        row = [str(p["path"]), "FAILED" if p["failed"] else "up", ent or "-",
+               *(str(p[k]) for k in keys), f"{p.get('max_queue_bytes', 0) / 1024:.0f}",
+               f"{p.get('mean_queue_bytes', 0) / 1024:.1f}", f"{p.get('rate_gbps', 0):g}"]
+        if csig:
+            b = p.get("csig_mean_bucket")
+            row.append("-" if b is None else f"{b:.1f}")
+        rows.append(row)
+    total = ["all", "", "", *(str(sum(p[k] for p in pp)) for k in keys),
+             f"{max((p.get('max_queue_bytes', 0) for p in pp), default=0) / 1024:.0f}",
+             f"{sum(p.get('mean_queue_bytes', 0) for p in pp) / 1024:.1f}",
+             f"{sum(p.get('rate_gbps', 0) for p in pp):g}"]
+    rows.append(total + ([""] if csig else []))
+    return head, rows
 
 
 def format_table(summary: dict[str, Any]) -> str:
@@ -149,11 +175,12 @@ def format_table(summary: dict[str, Any]) -> str:
     return "\n".join([line(head), *(line(r) for r in rows)]) + "\n"
 
 
-SUMMARY_KEYS = ("ok", "bytes", "messages", "mode", "fabric", "wall_time_s", "goodput_gbps",
-                "goodput_MBps", "packets_sent", "retransmissions", "spurious_retransmissions",
-                "trimmed", "dropped", "ecn_marked", "corrupted", "duplicated", "reordered",
-                "bad_crc", "nacks", "rto", "tlp", "paths_used", "paths", "entropies",
-                "socket_drops", "failures", "seed")
+SUMMARY_KEYS = ("ok", "bytes", "messages", "mode", "fabric", "cc", "spray", "csig", "wall_time_s",
+                "goodput_gbps", "goodput_MBps", "packets_sent", "retransmissions",
+                "spurious_retransmissions", "trimmed", "dropped", "ecn_marked", "corrupted",
+                "duplicated", "reordered", "bad_crc", "nacks", "rto", "tlp", "paths_used", "paths",
+                "entropies", "cwnd_bytes", "credit_granted", "csig_selector", "socket_drops",
+                "failures", "seed")
 
 
 def show(summary: dict[str, Any], out: TextIO) -> None:
@@ -192,6 +219,7 @@ def run_command(args: argparse.Namespace) -> int:
     err = sys.stderr
     try:
         cliargs.check_transfer(args)
+        check_degrade(args)
         resolve(args)
         cfg = config_from_args(args)
         cfg.validate()

@@ -8,6 +8,19 @@ parser with a few keyword arguments changed (defaults, help text, and types wher
 differs: ``--rtt 0`` is a fabric without added delay, ``--entropies`` counts sockets). Options the
 demo does not support live (``--trace``) are left out; ``--pcap`` becomes ``--capture`` (``--pcap``
 still works).
+
+What only a live run adds beyond ``uet sim``'s paths:N options: ``--cc`` (fixed, nscc, rccc:
+uet.cms.choice), ``--spray`` with every kind of :data:`uet.multipath.SELECTOR_KINDS`, ``--csig``
+(the relay stamps CSIG tags, uet.fabric.relay; the endpoints strip and reflect them) and
+``--degrade-path I:F`` (the fabric's per-path rate, uet.fabric.command).
+
+NSCC and RCCC need the network's rate and base RTT (uet.cms.choice): the rate is the sum of the
+fabric's paths' rates (``--rate`` x ``--paths``, less what ``--degrade-path`` takes), as ``uet sim
+--topology paths:N`` uses ``rate x paths``; the base RTT is ``--rtt``, but at least
+``LIVE_BASE_RTT_US`` (see :mod:`uet.demo.run`): what two Python endpoints and the relay add to
+every round trip on loopback, which the configured fabric delay does not include. With
+``--no-fabric`` there is no fabric rate: ``NO_FABRIC_RATE_GBPS`` and ``LIVE_BASE_RTT_US``, the
+loopback defaults (documented in :mod:`uet.demo.run`).
 """
 
 from __future__ import annotations
@@ -16,6 +29,9 @@ import argparse
 from typing import Any
 
 from .. import cliargs
+from ..cms.choice import CC_NAMES
+from ..fabric.command import add_csig_arguments, add_degrade_argument
+from ..multipath.spray import SELECTOR_KINDS
 
 DEFAULT_BYTES = 16 << 20
 # A default run shows every mechanism: mild random loss and trimming, and a per-path rate low
@@ -53,6 +69,10 @@ _OVERRIDES: dict[str, dict[str, Any] | None] = {
                           "per path; with the fabric, entropy k is chosen to hash onto path k mod "
                           "paths)"},
     "window": {"help": "fixed send window in bytes (default: the live endpoint's, 1MiB)"},
+    "spray": {"choices": SELECTOR_KINDS,
+              "help": "entropy selection over the sender's entropy ports: rr (round-robin, the "
+                      "default), random, single (one port), reps (REPS, E.5) or oblivious (every "
+                      "port once per round, E.6)"},
     "json": {"help": "print exactly one JSON object on stdout (tables and progress go to stderr)"},
     "pcap": None,   # replaced by --capture below
     "trace": None,  # a ladder of events is a simulator feature
@@ -93,6 +113,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             continue
         kw = dict(kw, **(_OVERRIDES.get(dest) or {}))
         p.add_argument(*names, **kw)
+    p.add_argument("--cc", choices=CC_NAMES, default="fixed",
+                   help="congestion control: fixed (the --window, the default), nscc (E.1) or "
+                        "rccc (E.2, receiver credit); nscc and rccc take the rate of all paths "
+                        "(--rate x --paths, less --degrade-path) and --rtt, at least 1000 us (a "
+                        "live round trip's own cost); with --no-fabric 10 Gb/s and 1000 us")
+    add_degrade_argument(p)
+    add_csig_arguments(p, what="the fabric stamps a 4-byte tag ahead of every datagram it "
+                               "forwards, the receiver reflects it and the sender's --spray "
+                               "policy avoids paths it shows clearly worse")
     p.add_argument("--no-fabric", dest="fabric", action="store_false",
                    help="no relay: the sender sends straight to the receiver over its entropy "
                         "ports (no impairments; the figure to compare with other transports)")
@@ -124,6 +153,10 @@ def resolve(args: argparse.Namespace) -> None:
     asked = [f"--{n}" for n in IMPAIRMENTS if getattr(args, n)]
     if args.fail_path:
         asked.append("--fail-path")
+    if args.degrade_path:
+        asked.append("--degrade-path")
+    if args.csig:
+        asked.append("--csig")
     if args.capture:
         asked.append("--capture")
     if asked:

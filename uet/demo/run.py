@@ -45,6 +45,29 @@ Figures (the keys of ``uet sim``'s summary, with wall-clock time):
   ``retransmissions_received``, ``fabric_relay`` (the relay's own counts) and ``sender`` /
   ``receiver`` (each endpoint's ``stats``). ``sim_time_s`` is left out: there is no virtual time.
 
+Congestion control, spraying and CSIG (``cc``, ``spray``, ``csig`` at the top level):
+
+* ``cc``: fixed (the window), nscc or rccc, built by :func:`uet.cms.choice.pds_overrides` for both
+  endpoints (RCCC: the sender's ``cc_factory``, the receiver's ``credit_scheduler_factory``).
+  Their rate is the sum of the fabric's path rates (``--rate`` x ``--paths``, less what
+  ``--degrade-path`` takes: ``cc_rate_gbps``); their base RTT (``base_rtt_s``) is ``--rtt``, but
+  at least ``LIVE_BASE_RTT_US`` (1 ms): a live round trip costs about a millisecond of the two
+  Python endpoints' and the relay's own time (batches, timers) on top of the fabric's delay, and
+  NSCC's MaxWnd of 1.5 x rate x base RTT at ``--rtt``'s default 10 us would be below one packet.
+  Without a fabric: ``NO_FABRIC_RATE_GBPS`` (10 Gb/s, about what one process moves on loopback)
+  and ``LIVE_BASE_RTT_US``;
+* ``cwnd_bytes``: the sender's window sampled every ``CWND_SAMPLE_S`` while the transfer runs
+  (``min``, ``mean``, ``final``, ``samples``; for rccc it is the credit in hand); ``credit_granted``
+  (rccc: bytes the receiver granted, else None); ``cc_counters`` (the algorithm's own counters);
+* ``csig``: the signal type or None; with it, per path ``csig_mean_bucket`` (the mean bucket the
+  relay stamped on that path's requests, which is what the receiver reflects) and
+  ``csig_selector`` (the sender's CSIG selector counters: signals, ignored, expired, reasked,
+  kept_bad); the sender maps the relay ports the receiver names in its reflections back to its
+  own entropy ports with the fabric's map (uet.io ``ev_alias``);
+* per path, always: ``max_queue_bytes`` and ``mean_queue_bytes`` (the relay's link, sender ->
+  receiver; both directions under ``fwd``/``rev``), ``rate_gbps``, beside ``trimmed`` and
+  ``ce_marked``.
+
 Before the figures are read, the sender closes its PDC (C.7) and the run waits (bounded) until the
 fabric has released everything and both endpoints have read every datagram it forwarded, so that
 the fabric's counters and the endpoints' agree.
@@ -62,7 +85,11 @@ from typing import Any, AsyncIterator, Callable
 
 import trio
 
+from ..cms.choice import CC_NAMES, pds_overrides
+from ..cms.csig import TYPE_BY_NAME
+from ..io import LIVE_CC_RATE_GBPS, LIVE_CC_RTT_US
 from ..io.endpoint import SendFailed, open_endpoint
+from ..multipath.spray import SELECTOR_KINDS
 from ..net import NetConfig
 from ..payload import seeded_bytes
 from ..wire.enums import REQUEST_TYPES  # B.1 RUD/ROD requests (plain and CC)
@@ -70,6 +97,9 @@ from ..wire.enums import REQUEST_TYPES  # B.1 RUD/ROD requests (plain and CC)
 RETX = 0x10                             # the RETX flag in byte 1 of a request's PDS header
 SETTLE_S = 1.0                          # longest wait for the counters to agree after a transfer
 CLOSE_S = 1.0                           # longest wait for the PDC close (C.7)
+LIVE_BASE_RTT_US = LIVE_CC_RTT_US       # NSCC/RCCC base RTT floor (module docstring)
+NO_FABRIC_RATE_GBPS = LIVE_CC_RATE_GBPS  # NSCC/RCCC rate without a fabric (module docstring)
+CWND_SAMPLE_S = 0.002                   # how often the sender's window is sampled
 
 
 @dataclass
@@ -87,6 +117,9 @@ class DemoConfig(NetConfig):
     mtu: int = 4096
     mode: str = "rud"
     spray: str = "rr"
+    cc: str = "fixed"                   # fixed | nscc | rccc (uet.cms.choice)
+    csig: str | None = None             # a name of uet.cms.csig.TYPE_BY_NAME; None: off
+    degrade_paths: list[tuple[int, float]] = field(default_factory=list)  # (path, rate fraction)
     entropy_values: int | None = None   # None: one per path
     window_bytes: int | None = None     # None: the live endpoint's default
     pds: dict[str, Any] = field(default_factory=dict)  # PdsConfig overrides for both endpoints
@@ -118,8 +151,14 @@ class DemoConfig(NetConfig):
         NetConfig.validate(self)
         if self.mode not in ("rud", "rod"):
             raise ValueError("mode is rud or rod")
-        if self.spray not in ("rr", "random", "single"):
-            raise ValueError("spray is rr, random or single")
+        if self.spray not in SELECTOR_KINDS:
+            raise ValueError(f"spray is one of {', '.join(SELECTOR_KINDS)}")
+        if self.cc not in CC_NAMES:
+            raise ValueError(f"cc is one of {', '.join(CC_NAMES)}")
+        if self.csig is not None and self.csig.lower() not in TYPE_BY_NAME:
+            raise ValueError(f"csig is one of {', '.join(TYPE_BY_NAME)}")
+        if not self.fabric and (self.csig or self.degrade_paths):
+            raise ValueError("csig and degrade_paths need the fabric")
         if self.timeout <= 0:
             raise ValueError("timeout must be positive")
         try:
@@ -131,6 +170,30 @@ class DemoConfig(NetConfig):
         from ..fabric import FabricConfig
 
         return FabricConfig.from_net(self)
+
+    def cc_network(self) -> tuple[float, float]:
+        """(rate in Gb/s, base RTT in seconds) that NSCC and RCCC are built for (module
+        docstring): the paths' rates summed, ``rtt_us`` at least ``LIVE_BASE_RTT_US``."""
+        rtt = max(self.rtt_us, LIVE_BASE_RTT_US) * 1e-6
+        if not self.fabric:
+            return NO_FABRIC_RATE_GBPS, LIVE_BASE_RTT_US * 1e-6
+        frac = dict(self.degrade_paths)
+        return sum(self.rate_gbps * frac.get(i, 1.0) for i in range(self.paths)), rtt
+
+    def pds_fields(self) -> dict[str, Any]:
+        """The PdsConfig fields of both endpoints: MTU, window, congestion control, CSIG."""
+        pds: dict[str, Any] = {"mtu": self.mtu}
+        if self.window_bytes:
+            pds["window_bytes"] = self.window_bytes
+        if self.cc != "fixed":  # fixed: the endpoint's own default window, as before
+            rate, rtt = self.cc_network()
+            pds.update(pds_overrides(self.cc, rate_gbps=rate, base_rtt=rtt,
+                                     window_bytes=self.window_bytes or (1 << 20),
+                                     trimming=self.trim_on_overflow))
+        if self.csig:
+            pds["csig"] = TYPE_BY_NAME[self.csig.lower()]
+        pds.update(self.pds)
+        return pds
 
     @property
     def entropies(self) -> int:
@@ -224,16 +287,16 @@ class SpuriousCounter:
         self.spurious = 0
         core.receive_datagram = self  # the instance attribute shadows the method
 
-    def __call__(self, data: bytes, meta: Any, now: float) -> None:
+    def __call__(self, data: bytes, meta: Any, now: float, *, csig: int | None = None) -> None:
         if len(data) > 1 and data[1] & RETX and (data[0] >> 3) in REQUEST_TYPES:
             stats = self.core.stats
             before = stats["dup_rx"]
-            self.inner(data, meta, now)
+            self.inner(data, meta, now, csig=csig)
             self.retx_rx += 1
             if self.core.stats["dup_rx"] != before:
                 self.spurious += 1
         else:
-            self.inner(data, meta, now)
+            self.inner(data, meta, now, csig=csig)
 
 
 @asynccontextmanager
@@ -244,7 +307,8 @@ async def _no_fabric() -> AsyncIterator[None]:
 # fabric counters shown per path and direction in the summary
 LINK_KEYS = ("received", "forwarded", "bytes", "dropped", "loss_drops", "fail_drops",
              "overflow_drops", "trimmed", "ce_marked", "duplicated", "reordered", "corrupted",
-             "crc_bad")
+             "crc_bad", "max_queue_bytes", "mean_queue_bytes")
+CSIG_LINK_KEYS = ("csig_stamped", "csig_replaced", "csig_d_set", "csig_neutral", "csig_mean_bucket")
 
 
 def _jsonable(d: dict) -> dict:
@@ -267,11 +331,8 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
     want = [hashlib.sha256(m).digest() for m in msgs]
     fcfg = cfg.fabric_config() if cfg.fabric else None
     host = cfg.host
-    pds: dict[str, Any] = {"mtu": cfg.mtu}
-    if cfg.window_bytes:
-        pds["window_bytes"] = cfg.window_bytes
-    pds.update(cfg.pds)
-    spray = "random" if cfg.spray == "random" else "rr"
+    pds = cfg.pds_fields()
+    spray = "rr" if cfg.spray == "single" else cfg.spray  # single: one entropy port
     failures: list[str] = []
     got: list[Any] = []
     delivered_at: list[float] = []
@@ -292,11 +353,15 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
                 ports = (pick_entropy_ports(cfg.entropies, fcfg.paths, fab.path_of, host)
                          if fab is not None else None)
                 entered = False
+                live: dict[str, Any] = {}
+                if fab is not None and cfg.csig:
+                    live = {"csig_scale": fcfg.csig_scale(), "ev_alias": fab.entropy_of,
+                            "csig_ethertype": fcfg.csig_ethertype}
                 try:
                     async with open_endpoint(None, local=host,
                                              peer_port=fab.port if fab is not None else rx.port,
                                              paths=cfg.entropies, entropy_ports=ports,
-                                             seed=cfg.seed, spray=spray, **pds) as tx:
+                                             seed=cfg.seed, spray=spray, **live, **pds) as tx:
                         entered = True
                         result = await _transfer(cfg, rx, tx, fab, msgs, want, got,
                                                  delivered_at, failures, spy, progress, interval)
@@ -319,6 +384,7 @@ async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[byte
     all_delivered = trio.Event()
     sends_done = trio.Event()
     acked = [0]
+    window = _Window(tx)
 
     async def receiver() -> None:
         while len(got) < n:
@@ -355,7 +421,9 @@ async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[byte
             if progress is not None:
                 nursery.start_soon(ticker)
             nursery.start_soon(sender)
+            nursery.start_soon(window.run)
             await sends_done.wait()
+            window.sample()
             if failures:
                 # what was not acknowledged may never come; give the rest a moment
                 with trio.move_on_after(min(1.0, cfg.timeout)):
@@ -380,7 +448,40 @@ async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[byte
         if close_cs.cancelled_caught:
             failures.append(f"the PDC did not close within {CLOSE_S:g} s")
     await _settle(fab, rx, tx)
-    return _summary(cfg, rx, tx, fab, msgs, want, got, delivered_at, failures, spy)
+    s = _summary(cfg, rx, tx, fab, msgs, want, got, delivered_at, failures, spy)
+    s.update(window.summary())
+    return s
+
+
+class _Window:
+    """The sender's congestion window (its first initiator PDC's ``cc.cwnd_bytes``; RCCC: the
+    credit in hand) sampled every ``CWND_SAMPLE_S`` during the transfer."""
+
+    def __init__(self, tx: Any):
+        self.tx = tx
+        self.cc: Any = None
+        self.values: list[int] = []
+
+    def sample(self) -> None:
+        if self.cc is None:
+            init = next((p for p in self.tx.core.pdcs() if p.role == "initiator"), None)
+            if init is None:
+                return
+            self.cc = init.cc
+        self.values.append(int(self.cc.cwnd_bytes))
+
+    async def run(self) -> None:
+        while True:
+            self.sample()
+            await trio.sleep(CWND_SAMPLE_S)
+
+    def summary(self) -> dict[str, Any]:
+        v = self.values
+        cw = ({"min": min(v), "mean": round(sum(v) / len(v), 1), "final": v[-1], "samples": len(v)}
+              if v else None)
+        counters = dict(getattr(self.cc, "counters", {}) or {})
+        granted = counters.get("granted") if getattr(self.cc, "wants_credit", False) else None
+        return {"cwnd_bytes": cw, "credit_granted": granted, "cc_counters": counters}
 
 
 async def _settle(fab: Any, rx: Any, tx: Any) -> None:
@@ -459,6 +560,9 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
         "bytes": total,
         "messages": len(msgs),
         "mode": cfg.mode,
+        "cc": cfg.cc,
+        "spray": cfg.spray,
+        "csig": cfg.csig,
         "sent": len(msgs),
         "delivered": len(got),
         "fabric": fab is not None,
@@ -479,17 +583,23 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
             pmap.setdefault(f["path"], []).append(f["entropy"])
         used = {f["path"] for f in flows if by_port.get(f["entropy"], 0)}
         per_path = []
+        keys = LINK_KEYS + (CSIG_LINK_KEYS if cfg.csig else ())
         for p in counters["paths"]:
             i = p["path"]
-            per_path.append({
+            f = p["fwd"]
+            entry = {
                 "path": i, "failed": p["failed"], "entropy_ports": sorted(pmap.get(i, [])),
                 "data_packets": sum(by_port.get(e, 0) for e in pmap.get(i, [])),
-                "packets": p["fwd"]["packets"], "answers": p["rev"]["packets"],
+                "packets": f["packets"], "answers": p["rev"]["packets"],
                 "trimmed": p["trimmed"], "ce_marked": p["ce_marked"], "dropped": p["dropped"],
                 "duplicated": p["duplicated"], "reordered": p["reordered"],
-                "corrupted": p["corrupted"],
-                "fwd": {k: p["fwd"][k] for k in LINK_KEYS},
-                "rev": {k: p["rev"][k] for k in LINK_KEYS}})
+                "corrupted": p["corrupted"], "rate_gbps": f["rate_gbps"],
+                "max_queue_bytes": f["max_queue_bytes"], "mean_queue_bytes": f["mean_queue_bytes"],
+                "fwd": {k: f[k] for k in keys},
+                "rev": {k: p["rev"][k] for k in keys}}
+            if cfg.csig:
+                entry["csig_mean_bucket"] = f["csig_mean_bucket"]
+            per_path.append(entry)
         s.update(trimmed=t["trimmed"], dropped=t["dropped"], ecn_marked=t["ce_marked"],
                  corrupted=t["corrupted"], duplicated=t["duplicated"], reordered=t["reordered"])
         paths_used = len(used)
@@ -520,6 +630,12 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
                              "truncated": r["truncated"], "recv_errors": r["recv_errors"]}
     s["ports"] = {"receiver": rx.port, "fabric": fab.port if fab is not None else None,
                   "sender": list(tx.entropy_ports)}
+    if cfg.cc != "fixed":
+        rate, rtt = cfg.cc_network()
+        s["cc_rate_gbps"], s["base_rtt_s"] = round(rate, 6), rtt
+    if cfg.csig:
+        sel = [x.counters for x in tx.selectors if hasattr(x, "counters") and "reasked" in x.counters]
+        s["csig_selector"] = {k: sum(c[k] for c in sel) for k in sel[0]} if sel else None
     if drops is not None:
         s["socket_drops"] = drops
     s["sender"] = _jsonable(st)

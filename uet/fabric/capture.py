@@ -7,6 +7,10 @@ identification 0, DF set, TTL (hop limit) 64, UDP checksum 0 (design.md "Default
 byte-for-byte what ``udp_frame(payload, ..., trailer=False)`` builds; headers are cached per
 (addresses, ports, TOS, length) because the fabric frames every datagram it forwards.
 
+With CSIG (E.4) the relay's datagrams start with a 4-byte tag; :meth:`FrameBuilder.tagged_frame`
+shows it as the L2 tag it stands for (TPID, 16 bits, then the inner EtherType), as the simulator's
+pcaps do.
+
 pcaps: linktype 1 (Ethernet), microsecond timestamps from the wall clock, written with scapy's
 :class:`~scapy.utils.RawPcapWriter`.
 """
@@ -17,6 +21,7 @@ import ipaddress
 import os
 from typing import IO, Any, Callable, Union
 
+from ..cms.csig import TAG_LEN
 from ..wire.build import udp_headers
 
 CaptureFn = Callable[[float, bytes], None]
@@ -38,6 +43,14 @@ class FrameBuilder:
 
     def frame(self, src: str, dst: str, sport: int, dport: int, tos: int, payload: bytes) -> bytes:
         return self.header(src, dst, sport, dport, tos, len(payload)) + payload
+
+    def tagged_frame(self, src: str, dst: str, sport: int, dport: int, tos: int,
+                     data: bytes) -> bytes:
+        """The frame of ``data`` = a CSIG tag (TPID and 16 bits, uet.cms.csig C1) then the UDP
+        payload, as the relay sends it: the tag becomes an L2 tag after the 12 MAC bytes, the
+        frame's EtherType its inner one, and IP and UDP carry the payload alone."""
+        h = self.header(src, dst, sport, dport, tos, len(data) - TAG_LEN)
+        return b"".join((h[:12], data[:TAG_LEN], h[12:], data[TAG_LEN:]))
 
 
 def _headers(src: str, dst: str, sport: int, dport: int, tos: int, n: int) -> bytes:

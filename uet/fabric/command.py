@@ -9,6 +9,19 @@ source port (entropy) gets a relay port of its own, so the entropy still selects
 ``--fail-path I@T``: path I fails T microseconds after the fabric starts, as in ``uet sim``
 (suffixes ``us``, ``ms`` and ``s`` are accepted: ``1@250ms``).
 
+``--degrade-path I:F``: path I (both directions) runs at fraction F of ``--rate`` (repeatable).
+
+``--csig TYPE`` (abw, abw/c, delay or nqd; off by default): CSIG-style signalling (uet-facts E.4).
+Each path and direction measures what a switch port would - utilisation over ``--csig-interval``
+(default 1000 us) for ABW and ABW/C, the queueing delay, the queue depth over ``--queue`` - and
+every datagram sent to an endpoint starts with a 4-byte tag (TPID 0x9900, then the 16 tag bits of
+uet.cms.csig): requests stamped with their path's bucket and the path's index as locator,
+answers neutral, datagrams the fabric trimmed with d set. It is the userspace stand-in for an L2
+tag (uet.fabric.relay): the endpoints must strip it (``uet recv --csig TYPE``, ``uet send --csig
+TYPE``); ``--pcap`` shows it as an L2 tag. The receiver reflects the tags to the sender with the
+EVs it saw: the relay's ports, unless ``--preserve-entropy --back ADDR`` keeps the senders' own
+(then the sender's path choice can use them; its congestion control uses them either way).
+
 A per-path table goes to stderr every ``--interval`` seconds (rich if installed, else plain text).
 With ``--json``, stdout holds exactly one JSON object on one line when the fabric stops (Ctrl-C,
 SIGTERM or ``--duration``): the counters per path, the totals, the relay's own counts and the
@@ -29,8 +42,44 @@ import trio
 
 from .. import cliargs
 from ..cliargs import fail_spec, fraction, hostport, size
-from .paths import FabricConfig
+from ..cms.csig import TYPE_BY_NAME
+from .paths import CSIG_INTERVAL_US, FabricConfig
 from .relay import open_fabric
+
+
+def degrade_path_spec(s: str) -> tuple[int, float]:
+    """``I:F``: path I runs at fraction F (above 0, at most 1) of the rate (``--degrade-path
+    3:0.25``); that I is below ``--paths`` is checked after parsing (:func:`check_degrade`)."""
+    what = "expected PATH:FRACTION, a path number and the fraction of its rate left, e.g. 3:0.25"
+    try:
+        i, f = s.split(":", 1)
+        path, frac = int(i), float(f)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s or repr(s)}: {what}") from None
+    if not (0 <= path < cliargs.MAX_PATHS and 0.0 < frac <= 1.0):
+        raise argparse.ArgumentTypeError(f"{s}: {what}")
+    return path, frac
+
+
+def check_degrade(args: argparse.Namespace) -> None:
+    """Every ``--degrade-path I:F`` names one of the ``--paths`` paths."""
+    for i, f in getattr(args, "degrade_path", None) or ():
+        if i >= args.paths:
+            raise cliargs.UsageError(f"argument --degrade-path: {i}:{f:g}: there is no path {i} "
+                                     f"(--paths {args.paths} numbers them 0 to {args.paths - 1})")
+
+
+def add_csig_arguments(p: argparse.ArgumentParser, *, what: str) -> None:
+    """``--csig TYPE`` (``what`` says what it does for this command)."""
+    p.add_argument("--csig", choices=sorted(TYPE_BY_NAME), default=None, metavar="TYPE",
+                   help="CSIG-style signalling (uet-facts E.4), a signal type: abw, abw/c, delay "
+                        "or nqd (default off); " + what)
+
+
+def add_degrade_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--degrade-path", type=degrade_path_spec, action="append", default=[],
+                   metavar="I:F", help="path I runs at fraction F of --rate, e.g. 3:0.25 "
+                                       "(repeatable)")
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
@@ -72,6 +121,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="relay ports equal the senders' entropy ports (needs --back on another address)")
     p.add_argument("--back", type=cliargs.ip_address, metavar="ADDR", default=None,
                    help="relay-side source address toward --to (default: the route's source)")
+    add_degrade_argument(p)
+    add_csig_arguments(p, what="each path measures and every datagram sent to an endpoint "
+                               "starts with the 4-byte tag (the endpoints need --csig too)")
+    p.add_argument("--csig-interval", type=cliargs.real(0.0, cliargs.MAX_US, "a positive time "
+                   "in microseconds, e.g. 1000", open_lo=True), default=CSIG_INTERVAL_US,
+                   metavar="US", help="time constant of the utilisation ABW and ABW/C measure, "
+                                      f"microseconds (default {CSIG_INTERVAL_US:g})")
     p.add_argument("--pcap", metavar="FILE", help="write every forwarded datagram (both directions)")
     p.add_argument("--interval", type=cliargs.seconds, default=1.0,
                    help="seconds between per-path tables on stderr (0: none; default 1)")
@@ -111,13 +167,20 @@ def config_from_args(args: argparse.Namespace) -> FabricConfig:
         kw["preserve_entropy"] = True
     if g("back"):
         kw["back_host"] = args.back
+    if g("degrade_path"):
+        kw["degrade_paths"] = list(args.degrade_path)
+    if g("csig"):
+        kw["csig"] = args.csig
+    if g("csig_interval"):
+        kw["csig_interval_us"] = args.csig_interval
     return FabricConfig(**kw)
 
 
 # --- the periodic table ----------------------------------------------------------------------
 COLUMNS = (("path", "path"), ("state", None), ("packets", "packets"), ("MB", "bytes"),
            ("pkt/s", None), ("trims", "trimmed"), ("CE", "ce_marked"), ("drops", "dropped"),
-           ("dups", "duplicated"), ("reord", "reordered"), ("crc bad", "crc_bad"), ("queue KB", "queue_bytes"))
+           ("dups", "duplicated"), ("reord", "reordered"), ("crc bad", "crc_bad"), ("queue KB", "queue_bytes"),
+           ("max q KB", "max_queue_bytes"))
 
 
 def table_rows(counters: dict[str, Any], prev: dict[str, Any] | None, dt: float) -> list[list[str]]:
@@ -136,8 +199,8 @@ def table_rows(counters: dict[str, Any], prev: dict[str, Any] | None, dt: float)
                 row.append(f"{rate:.0f}")
             elif title == "MB":
                 row.append(f"{e['bytes'] / 1e6:.1f}")
-            elif title == "queue KB":
-                row.append(f"{e['queue_bytes'] / 1024:.0f}")
+            elif title in ("queue KB", "max q KB"):
+                row.append(f"{e.get(key, 0) / 1024:.0f}")
             else:
                 row.append(str(e[key]))
         rows.append(row)
@@ -225,6 +288,7 @@ def run_command(args: argparse.Namespace) -> int:
     err = sys.stderr
     try:
         cliargs.check_fail_paths(args)
+        check_degrade(args)
         cliargs.check_same_family("--back", args.back, args.to[0], "--to")
         cliargs.check_marking(FabricConfig.kmin_bytes if args.kmin is None else args.kmin,
                               FabricConfig.kmax_bytes if args.kmax is None else args.kmax)

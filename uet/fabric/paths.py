@@ -29,9 +29,10 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
+from ..cms.csig import CSIG_ETHERTYPE, DELAY, NQD, TYPE_BY_NAME, Scale, neutral, set_d, stamp
 from ..net import CE, TRIMMED, NetConfig, flip
 from ..net import COUNTERS as NET_COUNTERS
 from ..net import Link as NetLink
@@ -41,6 +42,7 @@ FWD, REV = 0, 1
 DIRECTIONS = ("fwd", "rev")
 ETH_LEN, UDP_LEN = 14, 8
 INF = math.inf
+CSIG_INTERVAL_US = 1000.0   # L1: the utilisation's time constant (see the module docstring)
 
 
 @dataclass
@@ -56,6 +58,49 @@ class FabricConfig(NetConfig):
     preserve_entropy: bool = False              # bind relay-side sockets to the sender's port number
     back_host: str | None = None                # relay-side source address (None: route to `to`)
     verify_crc: bool = True                     # False: rewrite the trailer incrementally, no check
+    degrade_paths: list[tuple[int, float]] = field(default_factory=list)  # (path, fraction of rate)
+    csig: str | None = None                     # L1-L4: a name of uet.cms.csig.TYPE_BY_NAME; None off
+    csig_interval_us: float = CSIG_INTERVAL_US  # L1: the utilisation's time constant
+    csig_delay_unit_us: float | None = None     # L3: None: a full queue at the rate / 31
+    csig_ethertype: int = CSIG_ETHERTYPE        # the tag's TPID (E.4: not fixed)
+
+    def validate(self) -> None:
+        super().validate()
+        self.degrade_paths = [(int(i), float(f)) for i, f in self.degrade_paths]
+        for i, f in self.degrade_paths:
+            if not 0 <= i < self.paths:
+                raise ValueError(f"degrade_paths: there is no path {i} (paths 0 to {self.paths - 1})")
+            if not 0.0 < f <= 1.0:
+                raise ValueError(f"degrade_paths: path {i}: a fraction of the rate, above 0 and at "
+                                 f"most 1, not {f}")
+        if self.csig is not None and self.csig_type is None:
+            raise ValueError(f"unknown CSIG signal {self.csig!r} ({', '.join(TYPE_BY_NAME)})")
+        if not self.csig_interval_us > 0 or not (self.csig_delay_unit_us is None
+                                                 or self.csig_delay_unit_us > 0):
+            raise ValueError("csig_interval_us and csig_delay_unit_us must be positive")
+        if not 0x0600 <= self.csig_ethertype <= 0xFFFF:
+            raise ValueError("csig_ethertype is an EtherType (0x0600 to 0xffff)")
+
+    @property
+    def csig_type(self) -> int | None:
+        """C1: the signal type ``csig`` names (None: off)."""
+        return None if self.csig is None else TYPE_BY_NAME.get(str(self.csig).lower())
+
+    def path_rate_gbps(self, path: int) -> float:
+        """The rate of ``path`` (``rate_gbps``, or its ``degrade_paths`` fraction of it)."""
+        f = 1.0
+        for i, x in self.degrade_paths:
+            if i == path:
+                f = x
+        return self.rate_gbps * f
+
+    def csig_scale(self) -> Scale:
+        """L3: the fabric's one scale."""
+        unit = self.csig_delay_unit_us
+        if unit is None:
+            q = self.queue_bytes or (1 << 20)
+            return Scale(abw_full_gbps=self.rate_gbps, delay_unit_s=q * 8 / (self.rate_gbps * 1e9) / 31)
+        return Scale(abw_full_gbps=self.rate_gbps, delay_unit_s=unit * 1e-6)
 
     @classmethod
     def from_net(cls, net: NetConfig, **overrides: Any) -> "FabricConfig":
@@ -71,6 +116,7 @@ class FabricConfig(NetConfig):
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["fail"] = [list(x) for x in self.fail]
+        d["degrade_paths"] = [list(x) for x in self.degrade_paths]
         return d
 
 
@@ -83,6 +129,10 @@ def flow_rng(seed: int, direction: int, index: int) -> random.Random:
 #: What a fabric link reports: the model's counters and what the relay did with each datagram.
 COUNTERS = NET_COUNTERS + ("forwarded", "bytes", "send_errors", "dup_forwarded", "crc_rewritten",
                            "crc_bad", "crc_skipped")
+#: What a link with CSIG on counts (L4), apart: only such a link reports them.
+CSIG_COUNTERS = ("csig_stamped", "csig_replaced", "csig_d_set", "csig_neutral", "csig_bucket_sum")
+#: Snapshot figures that are not counts (a fabric's totals leave them out).
+NOT_SUMMED = frozenset({"max_queue_bytes", "mean_queue_bytes", "csig_mean_bucket", "rate_gbps"})
 
 
 class Link(NetLink):
@@ -106,16 +156,53 @@ class Link(NetLink):
         self.releases = releases
         self.keep = cfg.trim_bytes
         self.ecn_rng = random.Random(f"uet-fabric/{cfg.seed}/ecn/{DIRECTIONS[direction]}/{path}")
+        self.Bps = cfg.path_rate_gbps(path) * 1e9 / 8       # degrade_paths
+        # queue figures: the integral of the model's queue over time, and its peak
+        self.t0 = 0.0                   # when the fabric started (the mean's start)
+        self.q_area = 0.0               # bytes x seconds, up to q_t
+        self.q_t = 0.0
+        self.max_queue_bytes = 0
+        # CSIG (L1-L4)
+        self.csig = cfg.csig_type
+        for c in CSIG_COUNTERS:
+            setattr(self, c, 0)
+        if self.csig is not None:
+            self.scale = cfg.csig_scale()
+            self.tau = cfg.csig_interval_us * 1e-6
+            self.tpid = cfg.csig_ethertype.to_bytes(2, "big")
+            self.neutral = neutral(self.csig)
+            self.lm = path & 127
+            self.util = 0.0             # L1: the averaged busy fraction, as of u_t
+            self.u_t = 0.0
+
+    def start(self, t0: float) -> None:
+        """The fabric starts at ``t0``: the queue figures and the utilisation begin there."""
+        self.t0 = self.q_t = t0
+        if self.csig is not None:
+            self.u_t = t0
 
     def forward(self, now: float, data: bytes, tos: int, hop: Any, rng: random.Random,
-                rewrite: Callable[[bytes, "Link"], bytes] | None) -> None:
+                rewrite: Callable[[bytes, "Link"], bytes] | None, tag: int | None = None) -> None:
         """Run one arriving datagram through the model; schedule what leaves on ``releases``.
         ``rewrite(data, link)`` returns the datagram with its trailer fixed for the next hop (it
-        counts ``crc_*`` on the link)."""
-        at, flags, corrupt, dup_at = self.offer(now, len(data), (tos >> 2) == DSCP_CONTROL,
-                                                (tos & 3) in (1, 2), rng, self.ecn_rng)
+        counts ``crc_*`` on the link). With CSIG on, what leaves starts with the four tag bytes
+        (L4); ``tag``: the 16 bits of a tag the datagram arrived with (None: neutral)."""
+        busy = self.busy
+        if busy > self.q_t:  # the queue's area since the last datagram (it drains at Bps)
+            end = busy if busy < now else now
+            self.q_area += self.Bps * ((busy - self.q_t) ** 2 - (busy - end) ** 2) / 2
+        self.q_t = now
+        csig = self.csig
+        if csig is not None:
+            self._measure(now, busy)
+        control = (tos >> 2) == DSCP_CONTROL
+        at, flags, corrupt, dup_at = self.offer(now, len(data), control, (tos & 3) in (1, 2),
+                                                rng, self.ecn_rng)
         if at is None:
             return
+        depth = (self.busy - now) * self.Bps
+        if depth > self.max_queue_bytes:
+            self.max_queue_bytes = int(depth)
         if flags & TRIMMED:
             data = data[:self.keep]
             tos = (DSCP_TRIMMED << 2) | (tos & 3)
@@ -127,16 +214,82 @@ class Link(NetLink):
             tos |= 3
         if corrupt is not None:
             data = flip(data, corrupt)
+        if csig is not None:
+            data = self._tagged(now, busy, data, control, flags & TRIMMED, tag)
         self.queued += 1
         push = self.releases.push
         push(at, hop, data, tos, self, True)
         if dup_at is not None:
             push(dup_at, hop, data, tos, self, False)
 
+    def _measure(self, now: float, busy: float) -> None:
+        """L1: the busy-fraction average brought up to ``now``: busy until ``busy`` (the model's
+        end of the last datagram admitted), idle after it (exact for that signal)."""
+        since = self.u_t
+        if now <= since:
+            return
+        end = min(max(busy, since), now)
+        u = self.util
+        if end > since:
+            u = 1.0 - (1.0 - u) * math.exp((since - end) / self.tau)
+        if now > end:
+            u *= math.exp((end - now) / self.tau)
+        self.util = u
+        self.u_t = now
+
+    def bucket(self, now: float, busy: float) -> int:
+        """L1-L3: this link's bucket (C2) for a datagram offered at ``now``, the link busy until
+        ``busy`` before it."""
+        t, scale = self.csig, self.scale
+        wait = busy - now if busy > now else 0.0
+        if t == DELAY:
+            return scale.bucket(t, delay_s=wait)
+        if t == NQD:
+            return scale.bucket(t, depth_fraction=wait * self.Bps / self.qcap)
+        cap = self.Bps * 8e-9
+        return scale.bucket(t, abw_gbps=cap * (1.0 - self.util), capacity_gbps=cap)
+
+    def _tagged(self, now: float, busy: float, data: bytes, control: bool, trimmed: int,
+                tag: int | None) -> bytes:
+        """L4: ``data`` behind its tag."""
+        bits = self.neutral if tag is None or tag >> 14 != self.csig else tag
+        if trimmed:
+            if not bits & 2:
+                self.csig_d_set += 1
+            bits = set_d(bits)
+        elif control:
+            self.csig_neutral += 1  # an answer: not reported on (the tag it came with, or neutral)
+        else:
+            b = self.bucket(now, busy)
+            new = stamp(bits, b, self.lm)
+            self.csig_stamped += 1
+            self.csig_bucket_sum += b
+            if new != bits:
+                self.csig_replaced += 1
+            bits = new
+        return self.tpid + bits.to_bytes(2, "big") + data
+
+    def mean_queue(self, now: float) -> float:
+        """The time-averaged bytes the link held from ``t0`` to ``now``."""
+        area, busy, t = self.q_area, self.busy, self.q_t
+        if busy > t and now > t:
+            end = busy if busy < now else now
+            area += self.Bps * ((busy - t) ** 2 - (busy - end) ** 2) / 2
+        span = now - self.t0
+        return area / span if span > 0 else 0.0
+
     def snapshot(self, now: float) -> dict[str, Any]:
         d = {c: getattr(self, c) for c in COUNTERS}
         d["queued"] = self.queued
         d["queue_bytes"] = int(self.depth(now))
+        d["max_queue_bytes"] = self.max_queue_bytes
+        d["mean_queue_bytes"] = round(self.mean_queue(now), 1)
+        d["rate_gbps"] = self.Bps * 8e-9
+        if self.csig is not None:
+            for c in CSIG_COUNTERS:
+                d[c] = getattr(self, c)
+            n = self.csig_stamped
+            d["csig_mean_bucket"] = round(self.csig_bucket_sum / n, 3) if n else None
         return d
 
 

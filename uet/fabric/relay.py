@@ -31,6 +31,22 @@ an IP_TOS (IPV6_TCLASS) control message on ``sendmsg`` unless it equals the sock
 (data sockets: DSCP 0 + ECT(0); the front socket: DSCP 46, Not-ECT). UDP checksum 0 on send
 (SO_NO_CHECK; UDP_NO_CHECK6_TX/RX for IPv6).
 
+CSIG (uet-facts E.4; ``FabricConfig.csig``, ``uet fabric --csig TYPE``): each link measures what a
+switch port would and tags what it forwards (rules L1-L4 of :mod:`uet.fabric.paths`). On a real
+fabric the tag is an L2 tag between the Ethernet header and IP (E.4: "like a VLAN tag", its own
+EtherType); a userspace relay on UDP sockets has no L2 to put it in, so - the project's choice -
+the relay puts the four tag bytes (TPID ``csig_ethertype`` big-endian, default 0x9900, then the
+16 tag bits, uet.cms.csig C1) AHEAD of the UET bytes of every datagram it sends to an endpoint,
+both directions: requests stamped by their link, answers (DSCP 46) neutral, datagrams it trimmed
+with d set. The endpoint (:mod:`uet.io`, ``csig`` on) strips them before the PDS reads the
+datagram: a UET datagram can never start with 0x99 (its first byte is the PDS type, below 19,
+shifted left by 3), so the two cannot be confused. The tag is not part of the UET datagram: the
+CRC-32C trailer covers the UET bytes and a UDP length without the tag, as it would on a wire
+where the tag is L2; captures (``capture``) show it where it belongs, as an L2 tag after the MAC
+addresses with the frame's own EtherType inside. A datagram that arrives at the relay already
+tagged (a relay behind another one) has its tag taken off and used as the start of the compare
+and replace (C3), as a second switch would; with CSIG off the relay passes datagrams unchanged.
+
 Performance (design.md "Performance"): one receive task per socket, never one per datagram; each
 waits until its socket is readable, then drains it with non-blocking ``recvmsg`` until it would
 block (at most ``BATCH`` at a time), runs every datagram through the model synchronously and sends
@@ -66,8 +82,8 @@ from ..wire.build import DSCP_CONTROL, DSCP_TRIMMED, ECT0
 from ..wire.trailer import rewrite_mask, udp_seed
 from .capture import CaptureFn, FrameBuilder, PcapCapture
 from ..net import Ecmp
-from .paths import COUNTERS, DIRECTIONS, FWD, INF, REV, ETH_LEN, UDP_LEN, FabricConfig, Link, \
-    Releases, flow_rng
+from .paths import COUNTERS, DIRECTIONS, FWD, INF, NOT_SUMMED, REV, ETH_LEN, UDP_LEN, \
+    FabricConfig, Link, Releases, flow_rng
 
 BATCH = 512                # datagrams drained per wake-up before yielding
 RELEASE_EVERY = 32         # send what is due after this many datagrams of a batch
@@ -184,10 +200,12 @@ class Fabric:
         self.links = [[Link(cfg, p, FWD, self.releases, overhead=ov_f) for p in range(cfg.paths)],
                       [Link(cfg, p, REV, self.releases, overhead=ov_r) for p in range(cfg.paths)]]
         self.flows: dict[tuple, Flow] = {}
+        self._entropy_by_port: dict[int, int] = {}  # relay (back) port -> the sender's entropy
+        self._tpid = cfg.csig_ethertype.to_bytes(2, "big") if cfg.csig_type is not None else None
         self.capture = capture
         self._frames = FrameBuilder() if capture is not None else None
         self.stats = {"flows_opened": 0, "flow_limit_drops": 0, "flow_errors": 0, "truncated": 0,
-                      "recv_errors": 0, "entropy_remapped": 0}
+                      "recv_errors": 0, "entropy_remapped": 0, "csig_tagged_in": 0}
         self.t0 = 0.0
         self._nursery: trio.Nursery | None = None
         self._cs: trio.CancelScope | None = None
@@ -222,6 +240,13 @@ class Fabric:
             f = next((x for x in self.flows.values() if x.sender[:2] == tuple(sender)[:2]), None)
         return f.describe() if f else None
 
+    def entropy_of(self, port: int) -> int:
+        """The entropy (source port) of the sender whose flow leaves by relay port ``port``, or
+        ``port`` itself when no flow does: what a receiver sees as the entropy of a request
+        (without ``preserve_entropy``) mapped back to the sender's own value, so that a sender
+        in this process can read the EVs a CSIG reflection names (uet.io ``ev_alias``)."""
+        return self._entropy_by_port.get(port, port)
+
     def flow_list(self) -> list[dict[str, Any]]:
         return [f.describe() for f in self.flows.values()]
 
@@ -235,7 +260,9 @@ class Fabric:
 
     def counters(self) -> dict[str, Any]:
         """Live counters: per path (both directions summed, and ``fwd``/``rev``), totals, and the
-        relay's own. ``packets``/``bytes`` count what was sent on (duplicates included)."""
+        relay's own. ``packets``/``bytes`` count what was sent on (duplicates included);
+        ``max_queue_bytes`` is the larger direction's peak (totals: the largest path's), the
+        other queue and CSIG figures are per direction (uet.fabric.paths)."""
         now = trio.current_time() if self.t0 else 0.0
         paths = []
         tot = {"fwd": _zero(), "rev": _zero()}
@@ -248,17 +275,24 @@ class Fabric:
                 entry[DIRECTIONS[d]] = s
                 _add(both, s)
                 _add(tot[DIRECTIONS[d]], s)
-            paths.append({**entry, **both, "fwd": entry["fwd"], "rev": entry["rev"]})
+            peak = max(entry["fwd"]["max_queue_bytes"], entry["rev"]["max_queue_bytes"])
+            paths.append({**entry, **both, "max_queue_bytes": peak, "fwd": entry["fwd"],
+                          "rev": entry["rev"]})
         totals = _zero()
         _add(totals, tot["fwd"])
         _add(totals, tot["rev"])
         totals.update(tot)
-        relay = dict(self.stats, flows=len(self.flows), uptime_s=round(now - self.t0, 6) if self.t0 else 0.0)
+        totals["max_queue_bytes"] = max((p["max_queue_bytes"] for p in paths), default=0)
+        relay = dict(self.stats, flows=len(self.flows), uptime_s=round(now - self.t0, 6) if self.t0 else 0.0,
+                     csig=self.cfg.csig)
         return {"paths": paths, "totals": totals, "relay": relay}
 
     # --- running ------------------------------------------------------------------------
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         self.t0 = trio.current_time()
+        for d in (FWD, REV):
+            for link in self.links[d]:
+                link.start(self.t0)
         if type(trio.lowlevel.current_clock()).__name__ == "SystemClock":
             # trio's own clock is perf_counter() + an offset; reading it directly is cheaper
             off = self.t0 - time.perf_counter()
@@ -341,7 +375,12 @@ class Fabric:
                 link.dup_forwarded += 1
             link.bytes += len(data)
             if cap is not None:
-                cap(time.time(), self._frames.frame(hop.src, hop.dst, hop.sport, hop.dport, tos, data))
+                if link.csig is not None:  # the tag ahead of the UET bytes is an L2 tag
+                    frame = self._frames.tagged_frame(hop.src, hop.dst, hop.sport, hop.dport, tos,
+                                                      data)
+                else:
+                    frame = self._frames.frame(hop.src, hop.dst, hop.sport, hop.dport, tos, data)
+                cap(time.time(), frame)
 
     async def _recv_loop(self, sock: socket.socket, handle: Callable[..., None]) -> None:
         recvmsg = sock.recvmsg
@@ -383,14 +422,17 @@ class Fabric:
                 return
         hop = flow.fwd
         hop.src_addr = addr
+        tag = None
+        if self._tpid is not None and data[:2] == self._tpid and len(data) >= 4:
+            tag, data = (data[2] << 8) | data[3], data[4:]  # tagged upstream (L4)
+            self.stats["csig_tagged_in"] += 1
         skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
-        hop.link.forward(now, data, tos, hop, hop.rng, None if skip else hop.rewrite)
+        hop.link.forward(now, data, tos, hop, hop.rng, None if skip else hop.rewrite, tag)
 
     def _on_back(self, flow: Flow) -> Callable[..., None]:
         hop = flow.rev
-        link = hop.link
-        rng = hop.rng
-        rewrite = hop.rewrite
+        link, rng, rewrite = hop.link, hop.rng, hop.rewrite  # looked up once per flow
+        tpid, stats = self._tpid, self.stats
 
         def handle(data: bytes, anc: list, addr: tuple, now: float) -> None:
             if len(anc) == 1 and anc[0][1] == socket.IP_TOS and anc[0][0] == socket.IPPROTO_IP:
@@ -398,8 +440,12 @@ class Fabric:
             else:
                 tos = parse_anc(anc)[0]
             hop.src_addr = addr
+            tag = None
+            if tpid is not None and data[:2] == tpid and len(data) >= 4:
+                tag, data = (data[2] << 8) | data[3], data[4:]  # tagged upstream (L4)
+                stats["csig_tagged_in"] += 1
             skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
-            link.forward(now, data, tos, hop, rng, None if skip else rewrite)
+            link.forward(now, data, tos, hop, rng, None if skip else rewrite, tag)
 
         return handle
 
@@ -441,6 +487,7 @@ class Fabric:
                   sport=self.port, verify=cfg.verify_crc, extra_cmsg=extra)
         flow = Flow(addr, port, path, back, back_port, fwd, rev)
         self.flows[addr] = flow
+        self._entropy_by_port[back_port] = port
         self.stats["flows_opened"] += 1
         if self._nursery is not None:
             self._nursery.start_soon(self._recv_loop, back, self._on_back(flow))
@@ -455,7 +502,7 @@ def _zero() -> dict[str, int]:
 
 def _add(acc: dict[str, Any], s: dict[str, Any]) -> None:
     for k, v in s.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in NOT_SUMMED:
             acc[k] = acc.get(k, 0) + v
 
 

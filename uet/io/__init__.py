@@ -14,6 +14,14 @@ b'hello'
 
 from typing import TYPE_CHECKING, Any
 
+#: NSCC and RCCC (uet.cms.choice) need the network's rate and base RTT. A live endpoint's round
+#: trip costs about a millisecond of its own (measured through ``uet demo``'s relay on loopback:
+#: an unloaded minimum of 0.7-1.0 ms; batches, timers and two Python processes' turns), on top of
+#: whatever delay the network adds, so no base RTT below LIVE_CC_RTT_US is used; on loopback
+#: without a fabric one process moves about 1 GB/s, hence LIVE_CC_RATE_GBPS.
+LIVE_CC_RTT_US = 1000.0
+LIVE_CC_RATE_GBPS = 10.0
+
 __all__ = ["LiveEndpoint", "Message", "SendFailed", "SendResult", "SesFailed", "open_endpoint"]
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -15,6 +15,19 @@ whose ``sha256`` is of the data (on a failure, of the part read so far).
 
 The first stderr line of ``uet recv`` names the bound address (useful with port 0):
 ``uet recv: listening on 127.0.0.1:40001``.
+
+Congestion control, spraying and CSIG (both commands): ``--cc fixed|nscc|rccc`` (default fixed:
+the ``--window``; uet.cms.choice), for NSCC and RCCC built for a network of ``--cc-rate`` Gb/s
+and a base RTT of ``--cc-rtt`` microseconds (defaults 10 Gb/s and 1000 us, uet.io: what a live
+round trip on loopback costs; through ``uet fabric`` give its ``--rate`` x ``--paths`` and its
+``--rtt`` plus 1000 us). RCCC needs it on both ends: the receiver grants credit. ``--spray`` takes
+every kind of uet.multipath.SELECTOR_KINDS (rr, random, single, reps, oblivious). ``--csig TYPE``
+(abw, abw/c, delay, nqd; off by default): the endpoint strips the 4-byte CSIG tags ``uet fabric
+--csig`` puts ahead of each datagram (without it they are stripped, counted as ``csig_unasked``
+and ignored, so a misconfigured pair still works; a datagram too short to hold a tag counts as
+``csig_bad``); the receiver reflects them in its ACKs, the sender's ``--spray`` policy and
+congestion control use them. The receiver names the EVs it saw: through a relay that rewrites
+ports, the relay's, unless ``uet fabric --preserve-entropy --back ADDR`` keeps the sender's own.
 """
 
 from __future__ import annotations
@@ -32,7 +45,11 @@ from typing import Any, BinaryIO, Iterator, Sequence, TextIO
 
 from .. import UET_UDP_PORT, cliargs
 from ..cliargs import hostport
+from ..cms.choice import CC_NAMES
+from ..cms.csig import TYPE_BY_NAME
+from ..multipath.spray import SELECTOR_KINDS
 from ..payload import seeded_chunks
+from . import LIVE_CC_RATE_GBPS, LIVE_CC_RTT_US
 
 # trio and the endpoint are imported inside the commands: ``register`` runs for every ``uet``
 # invocation (uet decode too) and should not pay for importing them.
@@ -83,6 +100,56 @@ class _Progress:
 
 
 # ------------------------------------------------------------------------------------------------
+# congestion control, spraying, CSIG (both commands)
+# ------------------------------------------------------------------------------------------------
+
+def add_cc_arguments(p: argparse.ArgumentParser, *, spray_default: str) -> None:
+    p.add_argument("--cc", choices=CC_NAMES, default="fixed",
+                   help="congestion control: fixed (the window, default), nscc (E.1) or rccc "
+                        "(E.2, receiver credit: give it to both ends)")
+    p.add_argument("--cc-rate", type=cliargs.rate, default=LIVE_CC_RATE_GBPS, metavar="GBPS",
+                   help="nscc/rccc: the network's rate in Gb/s (default "
+                        f"{LIVE_CC_RATE_GBPS:g}, loopback; through uet fabric its --rate x --paths)")
+    p.add_argument("--cc-rtt", type=cliargs.rtt, default=LIVE_CC_RTT_US, metavar="US",
+                   help="nscc/rccc: the base round-trip time in microseconds (default "
+                        f"{LIVE_CC_RTT_US:g}: what a live round trip costs on loopback)")
+    p.add_argument("--spray", choices=SELECTOR_KINDS, default=spray_default,
+                   help="entropy selection over the entropy ports: rr, random, single, reps "
+                        f"(E.5) or oblivious (E.6); default {spray_default}")
+    p.add_argument("--csig", choices=sorted(TYPE_BY_NAME), default=None, metavar="TYPE",
+                   help="CSIG (E.4): abw, abw/c, delay or nqd; strip the tags uet fabric --csig "
+                        "puts ahead of each datagram, reflect them (receiver), use the "
+                        "reflections (sender); default off (tags are stripped and ignored)")
+
+
+def cc_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The PdsConfig fields of ``--cc``, ``--cc-rate``, ``--cc-rtt``, ``--window``, ``--csig``."""
+    from ..cms.choice import pds_overrides
+
+    out: dict[str, Any] = {}
+    window = getattr(args, "window", None)
+    if window:
+        out["window_bytes"] = window
+    if args.cc != "fixed":
+        out.update(pds_overrides(args.cc, rate_gbps=args.cc_rate, base_rtt=args.cc_rtt * 1e-6,
+                                 window_bytes=window or (1 << 20)))
+    if args.csig:
+        out["csig"] = TYPE_BY_NAME[args.csig]
+    return out
+
+
+def _cc_summary(args: argparse.Namespace, ep: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"cc": args.cc, "spray": args.spray, "csig": args.csig}
+    init = next((p for p in ep.core.pdcs() if p.role == "initiator"), None)
+    if init is not None:
+        d["cwnd_bytes"] = int(init.cc.cwnd_bytes)
+    sel = [s.counters for s in ep.selectors if "reasked" in getattr(s, "counters", {})]
+    if sel:
+        d["csig_selector"] = {k: sum(c[k] for c in sel) for k in sel[0]}
+    return d
+
+
+# ------------------------------------------------------------------------------------------------
 # uet recv
 # ------------------------------------------------------------------------------------------------
 
@@ -101,6 +168,7 @@ def add_recv_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="no per-message lines")
     p.add_argument("--seed", type=cliargs.seed, default=None,
                    help="seed of the PDS core, 0 to 2^63-1 (default random)")
+    add_cc_arguments(p, spray_default="rr")
 
 
 def _open_out(args: argparse.Namespace) -> BinaryIO | None:
@@ -155,7 +223,7 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None) -> int:
     peers: set[str] = set()
     error = None
     async with open_endpoint((host, port), paths=max(1, args.paths), seed=args.seed,
-                             max_pdcs=args.max_pdcs) as ep:
+                             max_pdcs=args.max_pdcs, spray=args.spray, **cc_fields(args)) as ep:
         print(f"uet recv: listening on {_fmt_addr(host, ep.port)}", file=err, flush=True)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
@@ -198,11 +266,12 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None) -> int:
                             await trio.sleep(0.01)
                 nursery.cancel_scope.cancel()
         stats = ep.stats
+        cc = _cc_summary(args, ep)
     span = (last - first) if first is not None and last is not None else 0.0
     if args.json:
         obj = {"ok": error is None, "messages": n_msgs, "bytes": n_bytes,
                "sha256": total_hash.hexdigest(), "peers": sorted(peers), "span_s": round(span, 6),
-               "stats": _jsonable(stats)}
+               **cc, "stats": _jsonable(stats)}
         if error is not None:
             obj["error"] = error
         sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
@@ -236,7 +305,7 @@ def add_send_arguments(p: argparse.ArgumentParser) -> None:
                    help="local address (default: the route's source address towards --to)")
     p.add_argument("--job", type=cliargs.job, default=0, help="SES job id (default 0)")
     p.add_argument("--window", type=cliargs.window, default=None, help="send window in bytes")
-    p.add_argument("--spray", choices=("rr", "random"), default="rr")
+    add_cc_arguments(p, spray_default="rr")
     p.add_argument("--seed", type=cliargs.seed, default=1,
                    help="seed of the --bytes data, 0 to 2^63-1 (default 1)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -308,11 +377,10 @@ async def _send_main(args: argparse.Namespace, source: _Source) -> int:
     progress = _Progress(source.total, args.progress if args.progress is not None else err.isatty())
     status = 0
     error = None
-    extra: dict[str, Any] = {}
-    if args.window:
-        extra["window_bytes"] = args.window
+    extra = cc_fields(args)
     t_end = None
     ep_ref = None
+    cc_info: dict[str, Any] | None = None
     acked = 0
     try:
         async with open_endpoint(None, paths=args.paths, peer=host, local=args.local,
@@ -353,6 +421,7 @@ async def _send_main(args: argparse.Namespace, source: _Source) -> int:
             if progress.enabled:
                 progress.update(acked, force=True)
             progress.finish()
+            cc_info = _cc_summary(args, ep)  # before the PDCs close
             first = ep.first_tx_time
             if t_end is not None and first is not None:
                 wall = max(t_end - first, 1e-9)
@@ -370,6 +439,7 @@ async def _send_main(args: argparse.Namespace, source: _Source) -> int:
         result["paths_used"] = st.get("paths_used", 0)
         result["nacks"] = st.get("nacks_rcvd", {})
         result["rto"] = st.get("rto", 0)
+        result.update(cc_info or _cc_summary(args, ep_ref))
         result["stats"] = _jsonable(st)
     result["ok"] = status == 0
     digest = source.hash.hexdigest()

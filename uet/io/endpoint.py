@@ -40,6 +40,19 @@ Choices (documented here because the facts are silent)
   * A datagram whose source port is none of ours (the core may name an entropy value it picked
     itself) is sent from the entropy socket ``sport % paths`` and its trailer is recomputed, as a
     NAT would (design.md "Defaults").
+  * Entropy selection (``spray``): any kind of :data:`uet.multipath.SELECTOR_KINDS` over the
+    entropy sockets' ports: rr, random, single (the first port; no rehash on timeout, since only
+    our sockets' ports can be sent from), reps (REPS, E.5) or oblivious (E.6).
+  * CSIG (uet-facts E.4; ``csig=`` a signal type, the core's ``PdsConfig.csig``): the tags the
+    live fabric puts ahead of the UET bytes are stripped and handed to the core (rules T1, T2 of
+    :mod:`uet.io.engine`; without ``csig`` they are stripped, counted and ignored), the core
+    reflects them in its ACKs, and the sender's ``spray`` policy runs inside
+    :func:`uet.multipath.csig_selector` with live times: signals expire after ``csig_max_age``
+    and the reference is the best of the last ``csig_recent`` (``LIVE_CSIG_MAX_AGE``,
+    ``LIVE_CSIG_RECENT``: the selector's own defaults suit simulated fabrics with round trips of
+    about 10 us; a live round trip is about a millisecond). Through a relay that rewrites source ports (uet.fabric without
+    ``preserve_entropy``) the receiver names the relay's ports in its reflections; ``ev_alias``
+    maps such a port back to our own entropy value (``uet demo`` passes the fabric's map).
 
 Messages and SES operations (uet/host.py H2)
   * :meth:`LiveEndpoint.send` is an SES SEND (D.1) over the mode it names ("rud" or "rod"); it
@@ -68,13 +81,15 @@ import socket
 from collections import Counter, deque
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, AsyncIterator, Callable, Sequence
 
 import trio
 
 from .. import UET_UDP_PORT
 from ..host import Host, with_port
-from ..multipath import RandomSpray, RoundRobinSpray
+from ..cms.csig import CSIG_ETHERTYPE, Scale
+from ..multipath import (SELECTOR_KINDS, EntropySelector, ObliviousSpray, RandomSpray, Reps,
+                         RoundRobinSpray, SingleEntropy, csig_selector)
 from ..pds import PdcClosed, PdcEstablished, PdsConfig
 from ..pds.rudi import RudiConfig
 from ..ses import SesConfig
@@ -101,6 +116,27 @@ LIVE_RUDI = {"rto": 50e-3, "rto_max": 1.0, "max_retx": 8, "nack_retx_time": 50e-
 # 200 ms keep RTO for real losses; RACK and tail-loss probes (I7, I9) still recover holes
 # within about one RTT.
 LIVE_DEFAULTS: dict[str, Any] = {"rto_initial": 250e-3, "rto_min": 200e-3}
+# K2, K3 of uet.multipath.csig for a live endpoint, whose round trip is about 1 ms (measured
+# through uet demo's relay: an unloaded minimum of 0.7-1.0 ms) where the selector's defaults are
+# for simulated fabrics of about 10 us: a reflected signal is forgotten after 20 ms, and the
+# reference (the best path now) is the best signal of the last 3 ms
+LIVE_CSIG_MAX_AGE = 20e-3
+LIVE_CSIG_RECENT = 3e-3
+
+
+def make_live_selector(kind: str, values: Sequence[int], rng: random.Random) -> EntropySelector:
+    """A ``spray`` policy (:data:`SELECTOR_KINDS`) over ``values``, the entropy sockets' ports."""
+    if kind == "rr":
+        return RoundRobinSpray(values)
+    if kind == "random":
+        return RandomSpray(values, rng)
+    if kind == "single":
+        return SingleEntropy(values[0], rng, rehash_on_timeout=False)
+    if kind == "reps":
+        return Reps(values, rng)
+    if kind == "oblivious":
+        return ObliviousSpray(values, rng)
+    raise ValueError(f"unknown entropy selection {kind!r} ({', '.join(SELECTOR_KINDS)})")
 
 
 class SendFailed(Exception):
@@ -167,9 +203,9 @@ class LiveEndpoint(SocketEngine):
 
     def __init__(self, host: Host, uet_sock: _Sock | None, entropy: list[_Sock], *,
                  peer_port: int, batch: int = 64, max_inbox: int = 1024,
-                 recv_bufsize: int = 65535):
+                 recv_bufsize: int = 65535, csig_ethertype: int = CSIG_ETHERTYPE):
         super().__init__(host, uet_sock, entropy, batch=batch, max_inbox=max_inbox,
-                         recv_bufsize=recv_bufsize)
+                         recv_bufsize=recv_bufsize, csig_ethertype=csig_ethertype)
         #: the PDS endpoint (RUD/ROD PDCs) and the SES of the host
         self.core = host.pds
         self.ses = host.ses
@@ -181,6 +217,7 @@ class LiveEndpoint(SocketEngine):
         self._sizes: dict[int, int] = {}        # send handle -> bytes (SendResult.nbytes)
         self._closed_waiters: list[trio.Event] = []
         self.skip_close = False  # True: leave open_endpoint without closing the PDCs (C.7)
+        self.selectors: list[EntropySelector] = []  # the entropy selectors of our initiator PDCs
 
     # --- public API -----------------------------------------------------------------------
     @property
@@ -458,10 +495,14 @@ class LiveEndpoint(SocketEngine):
         folded in), the NACKs sent and received by code name, the live PDC count,
         ``paths_used`` (entropy ports that carried data requests), the SES's, RUDI's and UUD's
         own counters, and the adapter's as ``io_*``: datagrams sent and read, EAGAIN, send
-        errors, truncated datagrams, timer firings, reader pauses (full inbox), deliveries."""
+        errors, truncated datagrams, timer firings, reader pauses (full inbox), deliveries.
+        ``csig_bad`` and ``csig_unasked``: CSIG tags too short (T2 of uet.io.engine) and tags
+        or reflections this endpoint did not ask for (T1, and the core's own count)."""
         host = self.host
         d: dict[str, Any] = dict(host.stats)
         d.update({f"io_{k}": v for k, v in self.io.items()})
+        d["csig_bad"] = self.io["csig_bad"]
+        d["csig_unasked"] = host.stats.get("csig_unasked", 0) + self.io["csig_unasked"]
         d["nacks_sent"] = dict(host.nacks_sent)
         d["nacks_rcvd"] = dict(host.nacks_rcvd)
         d["pdcs"] = len(self.core.pdcs())
@@ -490,6 +531,24 @@ class LiveEndpoint(SocketEngine):
                     ws, self._closed_waiters = self._closed_waiters, []
                     for w in ws:
                         w.set()
+
+
+def _selector_knobs(**kw: float) -> dict[str, float]:
+    """The CSIG selector's time knobs that its constructor takes (K2, K3)."""
+    import inspect
+
+    from ..multipath import CsigSelector
+
+    params = inspect.signature(CsigSelector.__init__).parameters
+    return {k: v for k, v in kw.items() if k in params}
+
+
+def _aliased(on_signal: Callable[[int, int, float], None],
+             alias: Callable[[int], int]) -> Callable[[int, int, float], None]:
+    """``on_signal`` with the reflected EV mapped through ``alias`` (a relay's port -> ours)."""
+    def hook(ev: int, bits: int, now: float) -> None:
+        on_signal(alias(ev), bits, now)
+    return hook
 
 
 def _code(v: str | int, names: dict[str, int]) -> int:
@@ -522,6 +581,10 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                         max_inbox: int = 1024, close_timeout: float = 1.0,
                         ses: SesConfig | bool | None = None, ses_mode: str = "rud",
                         auto_recv: int = 16, rudi_config: RudiConfig | None = None,
+                        csig_ethertype: int = CSIG_ETHERTYPE, csig_scale: Scale | None = None,
+                        csig_max_age: float = LIVE_CSIG_MAX_AGE,
+                        csig_recent: float = LIVE_CSIG_RECENT,
+                        ev_alias: Callable[[int], int] | None = None,
                         **config_fields: Any) -> AsyncIterator[LiveEndpoint]:
     """Open a live endpoint; ``async with open_endpoint(("127.0.0.1", 4793)) as ep:``.
 
@@ -569,9 +632,19 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
         values = [s.port for s in entropy]
         if peer_port is None:
             peer_port = uet_sock.port if uet_sock is not None else UET_UDP_PORT
+        if spray not in SELECTOR_KINDS:
+            raise ValueError(f"unknown entropy selection {spray!r} ({', '.join(SELECTOR_KINDS)})")
+        made: list[EntropySelector] = []
 
         def selector(cfg: PdsConfig, rng: Any) -> Any:
-            return RandomSpray(values, rng) if spray == "random" else RoundRobinSpray(values)
+            sel = make_live_selector(spray, values, rng)
+            if cfg.csig is not None:
+                sel = csig_selector(sel, t=cfg.csig, scale=csig_scale,
+                                    **_selector_knobs(max_age=csig_max_age, recent=csig_recent))
+                if ev_alias is not None:
+                    sel.on_signal = _aliased(sel.on_signal, ev_alias)  # type: ignore[method-assign]
+            made.append(sel)
+            return sel
 
         base = config if config is not None else PdsConfig(**LIVE_DEFAULTS)
         cfg = dataclasses.replace(base, port=peer_port, entropy_factory=selector,
@@ -589,7 +662,8 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
         host = Host(local_addr, pds=cfg, ses=sc, rudi=rc, seed=seed, ses_mode=ses_mode,
                     rudi_entropy=values)
         ep = LiveEndpoint(host, uet_sock, entropy, peer_port=peer_port, batch=batch,
-                          max_inbox=max_inbox)
+                          max_inbox=max_inbox, csig_ethertype=csig_ethertype)
+        ep.selectors = made
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ep._timers)
             for s in ep.socks:

@@ -2,6 +2,20 @@
 driven by trio without an await per datagram (design.md "Performance"). The public API on top of
 it is :class:`uet.io.endpoint.LiveEndpoint`; the module docstring there describes the sockets and
 the loop.
+
+CSIG tags (uet-facts E.4): the live fabric (uet.fabric.relay) puts a 4-byte CSIG tag (TPID
+``csig_ethertype``, default 0x9900, then 16 tag bits, uet.cms.csig C1) ahead of the UET bytes of
+what it forwards, a userspace stand-in for the L2 tag. Every datagram read is checked for it
+before the core sees it: a UET datagram never starts with 0x99 (its first byte is the PDS type,
+below 19, shifted left by 3), so the test is exact.
+
+  T1  a datagram whose first two bytes are the TPID and that has at least 4 bytes: the tag is
+      stripped; with ``csig`` on (the core's ``PdsConfig.csig``) its 16 bits go to
+      ``Host.receive_datagram(csig=)`` (the PDS reflects them, counted ``csig_tags``); with it
+      off they are counted (``csig_unasked``) and ignored, and the rest is read as usual, so a
+      relay tagging for an endpoint that did not ask still works;
+  T2  a datagram that starts with the TPID but is shorter than 4 bytes is counted (``csig_bad``)
+      and dropped: it holds no tag and no UET packet.
 """
 
 from __future__ import annotations
@@ -13,6 +27,7 @@ from typing import Any, Sequence
 
 import trio
 
+from ..cms.csig import CSIG_ETHERTYPE, TAG_LEN
 from ..host import Host
 from ..pds import DatagramMeta, seal
 from ..wire.enums import REQUEST_TYPES
@@ -51,8 +66,11 @@ class SocketEngine:
     retransmission recovers), so memory stays bounded when nobody takes them."""
 
     def __init__(self, host: Host, uet_sock: _Sock | None, entropy: list[_Sock], *,
-                 batch: int = 64, max_inbox: int = 1024, recv_bufsize: int = 65535):
+                 batch: int = 64, max_inbox: int = 1024, recv_bufsize: int = 65535,
+                 csig_ethertype: int = CSIG_ETHERTYPE):
         self.host = host
+        self.csig_tpid = csig_ethertype.to_bytes(2, "big")  # T1, T2
+        self.csig = host.pds.config.csig is not None        # T1: tags go to the core
         self.uet_sock = uet_sock
         self.entropy = entropy
         self.socks = ([uet_sock] if uet_sock else []) + entropy
@@ -94,16 +112,13 @@ class SocketEngine:
 
     # --- the engine (synchronous parts: no await per datagram) ----------------------------
     def _drain(self, s: _Sock, limit: int) -> int:
-        core_rx = self.host.receive_datagram
-        recv = s.sock.recvmsg
-        bufsize = self.recv_bufsize
-        clock = self._clock
-        lport = s.port
-        local = s.local
-        fam = s.family
-        wildcard = s.wildcard
+        core_rx, recv = self.host.receive_datagram, s.sock.recvmsg  # looked up once per batch
+        bufsize, clock = self.recv_bufsize, self._clock
+        lport, local, fam, wildcard = s.port, s.local, s.family, s.wildcard
         simple = not wildcard and fam == socket.AF_INET
         Meta = DatagramMeta
+        tpid = self.csig_tpid
+        t0 = tpid[0]
         n = 0
         while n < limit:
             try:
@@ -125,9 +140,26 @@ class SocketEngine:
                 tos, dst = S.parse_anc(anc, fam)
                 if dst is None:
                     dst = local
+            if data and data[0] == t0 and data[:2] == tpid:  # T1, T2
+                self._tagged(data, Meta(addr[0], dst, addr[1], lport, tos & 3, tos >> 2))
+                continue
             core_rx(data, Meta(addr[0], dst, addr[1], lport, tos & 3, tos >> 2), clock())
         self.io["rx_datagrams"] += n
         return n
+
+    def _tagged(self, data: bytes, meta: DatagramMeta) -> None:
+        """T1, T2 for a datagram that starts with the TPID."""
+        io = self.io
+        if len(data) < TAG_LEN:
+            io["csig_bad"] += 1  # T2
+            return
+        bits = (data[2] << 8) | data[3]
+        if self.csig:
+            io["csig_tags"] += 1
+            self.host.receive_datagram(data[TAG_LEN:], meta, self._clock(), csig=bits)
+        else:
+            io["csig_unasked"] += 1  # T1: not asked for, ignored
+            self.host.receive_datagram(data[TAG_LEN:], meta, self._clock())
 
     def _send_batch(self, out: Sequence[tuple[bytes, DatagramMeta]], start: int = 0) -> None:
         by_port = self._by_port

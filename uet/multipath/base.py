@@ -107,16 +107,21 @@ class EntropySelector:
 
     def on_ack(self, ev: int, ce: bool, now: float) -> None:
         """An ACK echoed ``ev`` (A.1); ``ce`` is its M flag (the acked packet was CE-marked)."""
+        self._echo(ev)
+
+    def on_nack(self, ev: int, code: int, now: float) -> None:
+        """A NACK (B.11) came back on ``ev``: its round trip works (H3), whatever the code."""
+        self._echo(ev)
+
+    def _echo(self, ev: int) -> None:
+        """H3: an answer came back on ``ev``; the latest last (a policy's ``on_ack`` is not
+        called for a NACK: a NACK is not an ACK to recycle on)."""
         echoed = self._echoed
         if ev in echoed:
             del echoed[ev]
         elif len(echoed) >= len(self.values):
             del echoed[next(iter(echoed))]
         echoed[ev] = None
-
-    def on_nack(self, ev: int, code: int, now: float) -> None:
-        """A NACK (B.11) came back on ``ev``: its round trip works (H3), whatever the code."""
-        self.on_ack(ev, False, now)
 
     def on_loss(self, ev: int, now: float) -> None:
         """A packet sent on ``ev`` was inferred lost (H1)."""
@@ -128,6 +133,9 @@ class EntropySelector:
 
     def on_timeout(self, now: float) -> None:
         """The retransmission timer expired."""
+
+    def on_signal(self, ev: int, bits: int, now: float) -> None:
+        """A CSIG tag (``bits``, uet.cms.csig C1) reflected for the path of ``ev`` (E.4)."""
 
     def _probe_every(self) -> int:
         return 4 * max(1, len(self.values))

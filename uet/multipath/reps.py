@@ -85,7 +85,6 @@ class Reps(EntropySelector):
         self._frozen_until: float | None = None  # R5: end of the freeze, None when not frozen
         self._cursor = 0  # R5: the next slot the frozen round-robin looks at
         self._explore_left = 0  # R6: fresh explorations still owed after a freeze
-        self._in_nack = False  # the base's on_nack reports through on_ack: not an ACK (R3)
         self.counters: dict[str, int] = dict.fromkeys(
             ("recycled", "explored", "forgotten", "frozen_picks", "freezes"), 0)
 
@@ -164,19 +163,13 @@ class Reps(EntropySelector):
 
     def on_ack(self, ev: int, ce: bool, now: float) -> None:
         super().on_ack(ev, ce, now)
-        if self._in_nack:
-            return  # the base's on_nack marking the round trip (H3): R3 decides, in on_nack
         if ce:
             self._forget(ev)  # R3
         elif ev in self._members:
             self._recycle(ev)  # R1
 
     def on_nack(self, ev: int, code: int, now: float) -> None:
-        self._in_nack = True
-        try:
-            super().on_nack(ev, code, now)
-        finally:
-            self._in_nack = False
+        super().on_nack(ev, code, now)
         if code == NACK_TRIMMED_LASTHOP:
             return  # R3: the receiver is congested, not the path (E.6)
         if code in _FABRIC_TRIMS and not self.forget_on_trim:

@@ -21,18 +21,44 @@ Per port (uet-facts E.6, the switch of the UEC's htsim experiments; design.md "D
       the peer ``delay`` seconds later. A failed port (``fail_at``) drops what it would send from
       then on; a degraded one runs at a fraction of its rate (the driver builds it so).
 
+CSIG (uet-facts E.4; the tag, its buckets and compare-and-replace are rules C1-C4 of
+:mod:`uet.cms.csig`), on a port built with ``csig`` (a signal type; None, the default, is off):
+
+  S5  choice (E.4 names the signals, not how a switch measures them), what the port measures:
+      ABW = capacity x (1 - utilisation) and ABW/C = 1 - utilisation, where the capacity is the
+      port's own (possibly degraded) rate and the utilisation an exponentially weighted average
+      of the link's busy fraction with time constant ``csig_interval`` (default 8 us), brought
+      up to date whenever a packet starts (it knows when the last one finished). SAI's default
+      measurement interval is 256 us (E.4), far longer than the flows these simulations run
+      (a 2 MB flow lasts about 170 us at 100 Gb/s): a switch averaging that slowly would report
+      most of a flow's life as an idle fabric, so the default is of the order of one RTT.
+      DELAY = the time the departing packet waited in the data queue (``Packet.enq`` to its
+      dequeue); nQD = the data queue's depth left behind the departing packet over the buffer
+      (an idle port says 0).
+  S6  a tagged packet (``Packet.csig``, the 16 tag bits) leaving the data queue is stamped on
+      dequeue, as ECN is marked (S3): C3 compare and replace with the port's bucket (C2, the
+      port's ``csig_scale``) and its locator ``csig_lm``; a tag with d set stays as it is (C3).
+      A tagged packet this port trims (S2) gets d set (C3, C.6) and is not stamped. Counted:
+      ``csig_stamped`` (tags compared), ``csig_replaced`` (changed), ``csig_d_set``.
+
 The queue is measured in frame bytes (Ethernet + IPv4 + UDP + UET), as the wire carries them.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from ..cms.csig import DELAY, NQD, Scale, set_d, stamp
+
 #: What a port counts.
 PORT_COUNTERS = ("tx_packets", "tx_bytes", "trimmed", "dropped", "ce_marked", "max_qbytes")
+#: What a port counts of CSIG (S6), apart: only a port with ``csig`` on moves them.
+CSIG_COUNTERS = ("csig_stamped", "csig_replaced", "csig_d_set")
+CSIG_INTERVAL = 8e-6  # S5: the utilisation's time constant (choice; SAI's default is 256 us, E.4)
 
 
 @dataclass(slots=True)
@@ -40,7 +66,9 @@ class Packet:
     """A frame in the fabric and what the switches need to know of it (read once, at the sending
     host, from the frame's own bytes): ``dst`` the index of the destination host, ``key`` the
     hash of its 5-tuple (the ECMP input), ``control`` (DSCP 46), ``ect`` (ECN-capable); and
-    what the switches did to it (trimmed, CE-marked), applied to the bytes at the host."""
+    what the switches did to it (trimmed, CE-marked), applied to the bytes at the host.
+    ``csig``: the 16 bits of its CSIG tag (S6; None: untagged), ``enq``: when it last joined a
+    data queue (S5)."""
 
     frame: bytes
     dst: int
@@ -49,23 +77,34 @@ class Packet:
     ect: bool
     trimmed: bool = False
     ce: bool = False
+    csig: int | None = None
+    enq: float = 0.0
 
 
 class Port:
-    """An output port: see the module docstring (S1-S4). ``peer`` is whatever the driver wants
-    to deliver to (a switch or a host)."""
+    """An output port: see the module docstring (S1-S6). ``peer`` is whatever the driver wants
+    to deliver to (a switch or a host). ``csig`` (a signal type of uet.cms.csig C1, None: off),
+    ``csig_scale``, ``csig_lm`` and ``csig_interval`` configure S5, S6; they may be changed
+    between packets."""
 
-    __slots__ = PORT_COUNTERS + (
+    __slots__ = PORT_COUNTERS + CSIG_COUNTERS + (
         "name", "peer", "Bps", "delay", "cap", "pcap", "kmin", "kspan", "trim_bytes", "trimming",
         "rng", "data", "prio", "qbytes", "pbytes", "busy", "fail_at", "q_area", "q_since",
-        "_keep_frame")
+        "_keep_frame", "csig", "csig_scale", "csig_lm", "csig_interval", "util", "u_since",
+        "tx_end")
 
     def __init__(self, name: str, peer: Any, *, rate_bps: float, delay: float, buffer_bytes: int,
                  kmin_bytes: int, kmax_bytes: int, trim_bytes: int, trimming: bool,
-                 rng: random.Random, fail_at: float = float("inf"), header_bytes: int = 42):
+                 rng: random.Random, fail_at: float = float("inf"), header_bytes: int = 42,
+                 csig: int | None = None, csig_scale: Scale | None = None, csig_lm: int = 0,
+                 csig_interval: float = CSIG_INTERVAL):
+        if not 0 <= csig_lm <= 127:
+            raise ValueError("csig_lm is a 7-bit locator (0..127)")
+        if not csig_interval > 0:
+            raise ValueError("csig_interval must be positive")
         if kmax_bytes <= kmin_bytes:
             raise ValueError("kmax_bytes must exceed kmin_bytes")
-        for c in PORT_COUNTERS:
+        for c in PORT_COUNTERS + CSIG_COUNTERS:
             setattr(self, c, 0)
         self.name = name
         self.peer = peer
@@ -87,6 +126,13 @@ class Port:
         self.fail_at = fail_at
         self.q_area = 0.0  # integral of the data queue depth over time (bytes x s)
         self.q_since = 0.0
+        self.csig = csig
+        self.csig_scale = csig_scale or Scale()
+        self.csig_lm = csig_lm
+        self.csig_interval = csig_interval
+        self.util = 0.0  # S5: the averaged busy fraction, as of u_since
+        self.u_since = 0.0
+        self.tx_end = 0.0  # when the link finishes (finished) its last packet
 
     def _account(self, now: float) -> None:
         self.q_area += self.qbytes * (now - self.q_since)
@@ -107,6 +153,7 @@ class Port:
             return True
         if self.qbytes + n <= self.cap:
             self._account(now)
+            pkt.enq = now
             self.data.append(pkt)
             self.qbytes += n
             if self.qbytes > self.max_qbytes:
@@ -120,6 +167,7 @@ class Port:
                 m = len(last.frame)
                 if m > keep and self.qbytes - m + n <= self.cap:  # E.6: trim the last queued
                     self._account(now)
+                    pkt.enq = now
                     data[-1] = pkt
                     self.qbytes += n - m
                     if self.qbytes > self.max_qbytes:
@@ -127,6 +175,9 @@ class Port:
                     pkt = last
             pkt.trimmed = True
             self.trimmed += 1
+            if pkt.csig is not None and self.csig is not None:
+                pkt.csig = set_d(pkt.csig)  # S6: a trimming switch sets do-not-update
+                self.csig_d_set += 1
             self.prio.append(pkt)
             self.pbytes += keep
             return True
@@ -164,7 +215,49 @@ class Port:
             self.busy = True
             self.tx_packets += 1
             self.tx_bytes += n
-            return pkt, now + n / self.Bps
+            done = now + n / self.Bps
+            if self.csig is not None:
+                self._measure(now)
+                self.tx_end = done
+                if pkt.csig is not None and not pkt.trimmed:  # tagged, from the data queue
+                    self._stamp(pkt, now)
+            return pkt, done
+
+    def _measure(self, now: float) -> None:
+        """S5: the busy-fraction average brought up to ``now``: busy until the last packet's
+        end, idle after it (exact for that piecewise-constant signal)."""
+        since = self.u_since
+        if now <= since:
+            return
+        tau = self.csig_interval
+        end = min(max(self.tx_end, since), now)
+        u = self.util
+        if end > since:
+            u = 1.0 - (1.0 - u) * math.exp((since - end) / tau)
+        if now > end:
+            u *= math.exp((end - now) / tau)
+        self.util = u
+        self.u_since = now
+
+    def csig_bucket(self, now: float, pkt: Packet | None = None) -> int:
+        """S5: this port's bucket (C2) of its signal type, for ``pkt`` departing at ``now``."""
+        t, scale = self.csig, self.csig_scale
+        if t == DELAY:
+            return scale.bucket(t, delay_s=now - pkt.enq if pkt is not None else 0.0)
+        if t == NQD:
+            return scale.bucket(t, depth_fraction=self.qbytes / self.cap)
+        self._measure(now)
+        cap = self.Bps * 8e-9
+        return scale.bucket(t, abw_gbps=cap * (1.0 - self.util), capacity_gbps=cap)
+
+    def _stamp(self, pkt: Packet, now: float) -> None:
+        """S6: C3 compare and replace with this port's bucket."""
+        old = pkt.csig
+        new = stamp(old, self.csig_bucket(now, pkt), self.csig_lm)  # type: ignore[arg-type]
+        self.csig_stamped += 1
+        if new != old:
+            pkt.csig = new
+            self.csig_replaced += 1
 
     def mean_queue(self, now: float) -> float:
         """The data queue's time-averaged depth in bytes from 0 to ``now``."""

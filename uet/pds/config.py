@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .. import UET_UDP_PORT
 from ..cms import CongestionControl, FixedWindow
@@ -58,6 +58,10 @@ class PdsConfig:
     max_resource_retx: int = 21               # I10: resends after resource NACKs (NO_PDC_AVAIL ...),
     resource_backoff_max: float = 1.0         # each nack_retx_time x 2^k, at most this (s): ~12 s
                                               # in all, longer than the target's reaping times
+    credit_scheduler_factory: Callable[["PdsConfig"], Any] | None = None  # Q5-Q8 of
+                                              # uet.pds.credit: RCCC's receiver side (E.2)
+    csig: int | None = None                   # E.4: the CSIG signal type to reflect (uet.cms.csig
+                                              # C1, C4; None: off, the project's extension)
     window_bytes: int = 1 << 20               # FixedWindow size
     spray: str = "rr"                         # rr | random | single | reps | oblivious
     entropy_values: int = 64

@@ -58,11 +58,13 @@ from typing import Callable
 
 from ..errors import DecodeError
 from ..wire.enums import (ACK_TYPES, CONTROL_TYPE, CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ,
+                          CTL_CREDIT, CTL_CREDIT_REQ,
                           CTL_CLOSE, CTL_CLOSE_REQ, CTL_NOOP, CTL_PROBE, NACK_BY_NAME,
                           NACK_TYPES, REQUEST_TYPES, ROD_TYPES, nack_name)
 from ..wire.trailer import TRAILER_LEN, UDP_HEADER_LEN
 from ..wire.trailer import udp_seed
 from .. import native
+from . import credit
 from . import events as ev
 from . import fastpath
 from .config import PdsConfig
@@ -71,6 +73,7 @@ from .initiator import CLOSED, Initiator
 from .packets import ack_bytes, nack_bytes, read_ack, read_control, read_nack, read_request
 from .recovery import ACKED, M32, pdiff
 from .target import OPEN, Target
+from .signals import Reflector
 from .upper import Accepting, Outgoing, Upper
 
 N = NACK_BY_NAME
@@ -128,6 +131,11 @@ class Endpoint:
                             else random.Random(f"pdcid:{seed}").randrange(1, 0x10000))
         self._out: list[tuple[bytes, DatagramMeta]] = []
         self._now = 0.0
+        sig = self.config.csig
+        self.reflector = Reflector(sig, self.stats_counter) if sig is not None else None
+        # Q5-Q8 of uet.pds.credit: the RCCC scheduler of this endpoint's targets, if any
+        factory = self.config.credit_scheduler_factory
+        self.credits = factory(self.config) if factory is not None else None
         self._reply_meta: dict[tuple, DatagramMeta] = {}
         self._handlers: dict[int, Callable[[bytes, int, int, DatagramMeta, float], None]] = {}
         for t in REQUEST_TYPES:
@@ -230,10 +238,18 @@ class Endpoint:
             self._internal_error(exc, b"")
 
     # --- receive ----------------------------------------------------------------------------------
-    def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float) -> None:
+    def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float, *,
+                         csig: int | None = None) -> None:
+        """One arriving datagram; ``csig``: the 16 bits of the CSIG tag it came with (E.4; the
+        driver strips the tag), kept for reflection (G1 of uet.pds.signals)."""
         self._now = now
         stats = self.stats_counter
         stats["rx_datagrams"] += 1
+        if csig is not None:
+            if self.reflector is not None:
+                self.reflector.record(meta.src, meta.sport, csig)
+            else:
+                stats["csig_unasked"] += 1  # a tag this endpoint did not ask to reflect
         try:
             if type(data) is not bytes:
                 data = bytes(data)
@@ -299,15 +315,15 @@ class Endpoint:
                     now: float) -> None:
         c = read_control(data, end)
         ctl = c.ctl_type
-        if ctl in (CTL_CLEAR_REQ, CTL_CLOSE_REQ):  # to an initiator
+        if ctl in (CTL_CLEAR_REQ, CTL_CLOSE_REQ, CTL_CREDIT):  # to an initiator
             p = self._inits.get(c.dpdcid) if not c.syn else None
             if p is None or (p.established and c.spdcid != p.peer_pdcid):
                 self.stats_counter["stale_control"] += 1
                 return
             p.on_control(c, meta, now)
             return
-        if ctl not in (CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_PROBE, CTL_NOOP):
-            self.stats_counter["unsupported"] += 1  # CREDIT, CREDIT_REQ, NEGOTIATION: B.12
+        if ctl not in (CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_PROBE, CTL_NOOP, CTL_CREDIT_REQ):
+            self.stats_counter["unsupported"] += 1  # NEGOTIATION: B.12
             return
         if ctl == CTL_ACK_REQ and c.syn and (meta.src, meta.dst, c.spdcid) not in self._tgt_by_key:
             self.send_nack(meta, N["PKT_NOT_RCVD"], c.psn, 0, c.spdcid, retx=c.retx)
@@ -417,6 +433,8 @@ class Endpoint:
                 t = None
         self.send_nack(meta, N["TRIMMED"], r.psn, t.pdcid if t is not None else 0, r.spdcid,
                        retx=r.retx)
+        if t is not None and t.credited:
+            credit.target_arrived(t, self.config.mtu, self._now)  # Q6: its credit was spent
 
     def _answer_tomb(self, pdcid: int, tomb: _Tomb, psn: int, retx: int,
                      meta: DatagramMeta) -> None:
@@ -494,7 +512,13 @@ class Endpoint:
         self._nack_tokens[peer] = (tokens - 1, now)
         return True
 
+    def target(self, pdcid: int) -> Target | None:
+        """The open target PDC ``pdcid`` (Q8 of uet.pds.credit: credit to waiting senders)."""
+        return self._tgts.get(pdcid)
+
     def _forget_target(self, t: Target) -> None:
+        if t.credited and self.credits is not None:
+            self.credits.done(t.pdcid)  # Q8: its share returns to the others
         self._pdcs.pop(t.pdcid, None)
         self._tgts.pop(t.pdcid, None)
         self._tgt_by_key.pop(t.key, None)

@@ -36,6 +36,9 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision where 
   I15 C.3: a request that fills the send window while fewer than ACK_GEN_TRIGGER bytes are in
       flight carries AR: with a window below the target's ACK trigger (the C.3 default is
       assumed: ``ack_gen_trigger``) nothing else would make the target ACK before a timer.
+  I16 E.4 (the project's extension, uet.cms.csig C4): the CSIG tags reflected in an ACK_CCX of
+      ccx_type 14 reach the entropy selector (``on_signal``) and the congestion control
+      (``on_signal``) before the ACK's other hooks; unasked reflections are counted, ignored.
   C1  C.7: the initiator closes only when every item is acknowledged: CONTROL CLOSE (ctl 4) with
       AR on a new PSN; the PDC is freed when an ACK covers that PSN.
   X1  C.8: each item goes as requests on this PDC, its SES bytes verbatim.
@@ -55,12 +58,15 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from ..cms.csig import CSIG_CCX_TYPE, reflected
 from ..wire.enums import (CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ, CTL_CLOSE, CTL_CLOSE_REQ,
-                          CTL_PROBE, ROD_REQ, RUD_REQ, nack_name)
+                          CTL_CREDIT, CTL_PROBE, ROD_CC_REQ, ROD_REQ, RUD_CC_REQ, RUD_REQ,
+                          nack_name)
 from . import events as ev
 from . import fastpath
 from .datagram import DSCP_CONTROL, ECT0, NOT_ECT, DatagramMeta, seal
-from .packets import Ack, Control, Nack, RequestHeader, control_bytes
+from .credit import InitiatorCredit
+from .packets import CC_TYPE_CREDIT, Ack, Control, Nack, RequestHeader, control_bytes
 from .pdc import PdcSide
 from .reactions import BACKOFF, CLOSE, CLOSED_PDC_CODES, REBASE, RESEND_LATER, RESEND_NOW, TRIM_CODES
 from .reactions import reaction
@@ -91,7 +97,13 @@ class Initiator(PdcSide):
     def __init__(self, ep: Any, pdcid: int, peer: str, mode: str, key: tuple):
         super().__init__(ep, pdcid, peer, 0, mode, key)
         cfg = self.cfg
-        self.ptype = ROD_REQ if mode == "rod" else RUD_REQ
+        self.cc = cfg.cc_factory(cfg)
+        # Q1 of uet.pds.credit: a CC that wants credit (RCCC, E.2) sends the CC request forms
+        self.credit = InitiatorCredit(self) if self.cc.wants_credit else None
+        if self.credit is None:
+            self.ptype = ROD_REQ if mode == "rod" else RUD_REQ
+        else:
+            self.ptype = ROD_CC_REQ if mode == "rod" else RUD_CC_REQ
         self.state = SYN_SENT
         self.start_psn = ep.rng.randrange(cfg.start_psn_lo, cfg.start_psn_hi) & M32
         self.next_psn = self.start_psn
@@ -105,7 +117,6 @@ class Initiator(PdcSide):
         # X5: token -> [PSNs, deadline, tries]; PSN -> token for those PSNs
         self.ses_wait: dict[Any, list] = {}
         self.ses_psn: dict[int, Any] = {}
-        self.cc = cfg.cc_factory(cfg)
         self.sel = cfg.entropy_factory(cfg, ep.rng)
         self.rec = Recovery(self)
         self.last_sack = (-1, 0)
@@ -133,6 +144,8 @@ class Initiator(PdcSide):
         it = _Item(item)
         self.items[id(item)] = it
         self.queue.append(it)
+        if self.credit is not None:
+            self.credit.queued(item)
 
     def busy(self) -> bool:
         return bool(self.queue or self.rec.packets or self.ctl_q or self.ses_wait)
@@ -146,6 +159,8 @@ class Initiator(PdcSide):
     # --- timers ---------------------------------------------------------------------------------
     def deadline(self) -> float:
         t = self.rec.deadline()
+        if self.credit is not None and self.credit.request_at < t:
+            t = self.credit.request_at  # Q3: CREDIT_REQ again
         for w in self.ses_wait.values():
             if w[1] < t:
                 t = w[1]
@@ -195,12 +210,16 @@ class Initiator(PdcSide):
             if p is None or p.state != LOST:
                 rq.popleft()
                 continue
-            if not cc.can_send(rec.inflight, p.length):
-                return
+            if not (cc.can_send(rec.inflight, p.length) if self.credit is None
+                    else self.credit.may_send(p.length)):
+                break
             rq.popleft()
             out.append(self._transmit(p, now, retx=True))
-        if self.queue:
-            self._send_new(now, out)
+        else:
+            if self.queue:
+                self._send_new(now, out)
+        if self.credit is not None:
+            self.credit.check(now, out)
         if (self.close_wanted and self.close_psn is None and not packets and not self.queue
                 and not self.ses_wait):
             psn = self.next_psn
@@ -221,7 +240,7 @@ class Initiator(PdcSide):
 
     def _send_new(self, now: float, out: list) -> None:
         """New requests while the windows (I4) and congestion control allow."""
-        if fastpath.ENABLED and self.state != SYN_SENT:
+        if fastpath.ENABLED and self.state != SYN_SENT and self.credit is None:
             fastpath.send_new(self, now, out)  # the same in one loop (its twin: uet.pds.fastpath)
             return
         room = self._room()
@@ -236,8 +255,11 @@ class Initiator(PdcSide):
             k = it.next
             payload = item.payload_of(k)
             n = len(payload)
-            if not cc.can_send(rec.inflight, n):
+            if not (cc.can_send(rec.inflight, n) if self.credit is None
+                    else self.credit.may_send(n)):
                 break
+            if self.credit is not None:
+                self.credit.sent_new(n)
             last = k + 1 == item.count
             it.next = k + 1
             it.unacked += 1
@@ -269,7 +291,8 @@ class Initiator(PdcSide):
         head = self.header.pack(
             item.next_hdr, p.psn, pdiff((self.base - 1) & M32, p.psn),  # I3
             ar=ar or p.last or retx or self.cfg.ack_per_packet, retx=retx,  # I5
-            psn_offset=None if self.established else (p.psn - self.start_psn))
+            psn_offset=None if self.established else (p.psn - self.start_psn),
+            credit_target=None if self.credit is None else self.credit.demand())  # Q1
         meta = self._metas.get(ev_)
         if meta is None:
             meta = self._metas[ev_] = DatagramMeta(self.ep.address, self.peer, ev_,
@@ -353,6 +376,10 @@ class Initiator(PdcSide):
             progress = progress or found
         if progress:
             rec.progress(now)
+        if a.ccx_type is not None:
+            self._signals(a, now)
+        elif a.cc_type == CC_TYPE_CREDIT and self.credit is not None:
+            self.credit.granted(now, a.credit)  # Q2
         if a.m:
             self.cc.on_ce(now, acked_bytes)
         self.cc.on_ack(now, acked_bytes, rec.inflight, a)
@@ -368,6 +395,19 @@ class Initiator(PdcSide):
             self.queue_control(CTL_CLEAR, 0, (self.base - 1) & M32, False)
         elif a.req == 2:
             self.close_wanted = True
+
+    def _signals(self, a: Ack, now: float) -> None:
+        """I16: the CSIG tags an ACK_CCX reflects (uet.cms.csig C4) go to the entropy selector
+        and the congestion control, EV by EV; a reflection not asked for (``csig`` off) or
+        another ccx_type is counted and ignored."""
+        if a.ccx_type != CSIG_CCX_TYPE or self.cfg.csig is None:
+            self.ep.stats_counter["csig_unasked" if a.ccx_type == CSIG_CCX_TYPE
+                                  else "unknown_ccx"] += 1
+            return
+        sel, cc = self.sel, self.cc
+        for ev_, bits in reflected(a.ccx_state):
+            sel.on_signal(ev_, bits, now)
+            cc.on_signal(now, ev_, bits)
 
     def _sack(self, a: Ack, base: int, acked_bytes: int, now: float) -> tuple[int, bool]:
         bm = a.sack_bitmap
@@ -524,8 +564,10 @@ class Initiator(PdcSide):
             self.queue_control(CTL_CLEAR, 0, (self.base - 1) & M32, False)
         elif c.ctl_type == CTL_CLOSE_REQ:
             self.close_wanted = True
+        elif c.ctl_type == CTL_CREDIT and self.credit is not None:
+            self.credit.granted(now, c.payload & 0xFFFFFF)  # Q2
         else:
-            self.ep.stats_counter["unsupported"] += 1
+            self.ep.stats_counter["unsupported"] += 1  # a CREDIT this PDC did not ask for too
 
     def outstanding_items(self) -> list[Any]:
         """The items not yet complete (for X6)."""

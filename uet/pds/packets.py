@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..cms.csig import CSIG_CCX_TYPE
 from ..errors import TruncatedError
 from ..wire.enums import ACK_CC_TYPE, ACK_CCX_TYPE, ACK_TYPE, CC_REQUEST_TYPES, CONTROL_TYPE
 from ..wire.enums import NACK_TYPE
@@ -26,7 +27,10 @@ M32 = 0xFFFFFFFF
 _REQ = fast("pds.rud_rod_req")
 _REQ0, _REQ1 = _REQ.layout(syn=0), _REQ.layout(syn=1)
 REQUEST_SIZE = _REQ0.size
-CC_REQUEST_SIZE = fast("pds.rud_rod_cc_req").layout(syn=0).size
+_CCREQ = fast("pds.rud_rod_cc_req").layout(syn=0)
+CC_REQUEST_SIZE = _CCREQ.size
+# B.6: the CC forms are the plain form plus ccc_id (byte 12) and credit_target (bytes 13-15)
+assert _CCREQ.shift["ccc_id"] == 24 and _CCREQ.shift["credit_target"] == 0
 _read_req = _REQ0.reader("next_hdr", "retx", "ar", "syn", "clear_psn_offset", "psn", "spdcid",
                          "dpdcid")
 #: (next_hdr, retx, ar, syn, clear_psn_offset, psn, spdcid, dpdcid) of a request header without
@@ -52,6 +56,7 @@ class Request(NamedTuple):
     dpdcid: int       # 0 when syn (bytes 10-11 are pdc_info + psn_offset then)
     psn_offset: int   # SYN form only
     size: int         # header bytes: 12, or 16 for the CC forms (B.6)
+    credit_target: int = 0  # B.6: the CC forms' requested credit (E.2), in its wire units
 
 
 def read_request(ptype: int, data: bytes, end: int) -> Request:
@@ -60,10 +65,11 @@ def read_request(ptype: int, data: bytes, end: int) -> Request:
     if end < size:
         raise TruncatedError("pds.rud_rod_req", size, end, 0)
     nh, retx, ar, syn, clr, psn, spdcid, word = _read_req(data)
+    credit = int.from_bytes(data[13:16], "big") if size == CC_REQUEST_SIZE else 0  # B.6
     if syn:
         return Request(nh, retx, ar, 1, clr, psn, spdcid, 0,
-                       (word >> (_PSNOFF_SHIFT - _DPDCID_SHIFT)) & _PSNOFF_MASK, size)
-    return Request(nh, retx, ar, 0, clr, psn, spdcid, word, 0, size)
+                       (word >> (_PSNOFF_SHIFT - _DPDCID_SHIFT)) & _PSNOFF_MASK, size, credit)
+    return Request(nh, retx, ar, 0, clr, psn, spdcid, word, 0, size, credit)
 
 
 class RequestHeader:
@@ -80,9 +86,11 @@ class RequestHeader:
         self._syn_const = _REQ1.const({"type": ptype, "spdcid": spdcid, "syn": 1})
 
     def pack(self, next_hdr: int, psn: int, clear_offset: int, *, ar: bool, retx: bool,
-             psn_offset: int | None) -> bytes:
+             psn_offset: int | None, credit_target: int | None = None) -> bytes:
         """The 12 header bytes; ``psn_offset`` None: established (DPDCID), else the SYN form.
-        ``clear_offset`` is clamped to the signed 16-bit field (I3)."""
+        ``clear_offset`` is clamped to the signed 16-bit field (I3). ``credit_target`` (wire
+        units, E.2) adds the 4 bytes of the CC form (B.6: ccc_id 0, then the 24-bit target);
+        the PDC's type must then be RUD_CC_REQ or ROD_CC_REQ."""
         c = -32768 if clear_offset < -32768 else (32767 if clear_offset > 32767 else clear_offset)
         if psn_offset is None:
             v = self._const
@@ -93,6 +101,8 @@ class RequestHeader:
             v |= 1 << self._ar
         if retx:
             v |= 1 << self._retx
+        if credit_target is not None:
+            return ((v << 32) | (credit_target & 0xFFFFFF)).to_bytes(CC_REQUEST_SIZE, "big")
         return v.to_bytes(REQUEST_SIZE, "big")
 
 
@@ -107,7 +117,11 @@ _SACK = ("mpr", "sack_psn_offset", "sack_bitmap")
 _read_plain = _A.reader(*_ACK_BASE)
 _NSCC_STATE = ("cc_type", "service_time", "restore_cwnd", "rcv_cwnd_pend", "rcvd_bytes", "ooo_count")
 _read_cc = _ACC.reader(*(_ACK_BASE + _SACK + _NSCC_STATE))
-_read_ccx = _ACCX.reader(*(_ACK_BASE + _SACK))
+CC_TYPE_CREDIT = 1  # B.8
+_CREDIT_SHIFT = _ACK_CC.layout(p=0, cc_type=CC_TYPE_CREDIT).shift["credit"]
+assert _CREDIT_SHIFT == _ACC.shift["rcv_cwnd_pend"] and all(
+    _ACK_CC.layout(p=0, cc_type=1).shift[n] == _ACC.shift[n] for n in ("cc_type", "ooo_count"))
+_read_ccx = _ACCX.reader(*(_ACK_BASE + _SACK + ("ccx_type", "ack_ccx_state")))
 # probe_opaque (P = 1) sits where ack_psn_offset does, and the SACK fields at the same place in
 # every cc_type variant: one reader per type serves every variant
 for _fast, _lay in ((_ACK, _A), (_ACK_CC, _ACC)):
@@ -140,6 +154,10 @@ class Ack(NamedTuple):
     rcv_cwnd_pend: int = 0
     rcvd_bytes: int = 0
     ooo_count: int = 0
+    # an ACK_CCX's type and state (B.9; ccx_type 14: a CSIG reflection, uet.cms.csig C4)
+    ccx_type: int | None = None
+    ccx_state: int = 0
+    credit: int = 0    # cc_type 1 (RCCC, E.2): the credit granted, in its wire units (B.8)
 
 
 def read_ack(ptype: int, data: bytes, end: int) -> Ack:
@@ -149,19 +167,24 @@ def read_ack(ptype: int, data: bytes, end: int) -> Ack:
     if ptype == ACK_TYPE:
         return Ack(*_read_plain(data), None, 0, 0, size)
     if ptype == ACK_CCX_TYPE:
-        return Ack(*_read_ccx(data), size)
+        f = _read_ccx(data)
+        return Ack(*f[:12], size, ccx_type=f[12], ccx_state=f[13])
     f = _read_cc(data)
-    if f[12]:  # cc_type 1 (credit, RCCC) or reserved: not the NSCC state
+    if f[12] == CC_TYPE_CREDIT:  # B.8: credit (24 bits) where NSCC has service_time, RC, pend
+        credit = (f[13] << 8) | (f[14] << 7) | f[15]
+        return Ack(*f[:12], size, f[12], ooo_count=f[17], credit=credit)
+    if f[12]:  # reserved cc_type: no state this reader knows
         return Ack(*f[:12], size, f[12])
     return Ack(*f[:12], size, *f[12:])
 
 
 class AckEncoder:
     """A target PDC's ACKs (A2): ACK_CC with the NSCC state (cc_type 0, design.md default) or a
-    plain ACK; the constant fields (type, PDC ids, MPR) set once, the rest ORed in per ACK."""
+    plain ACK; with a CSIG reflection (uet.cms.csig C4) an ACK_CCX instead. The constant fields
+    (type, PDC ids, MPR) set once, the rest ORed in per ACK."""
 
-    __slots__ = ("plain", "size", "_const", "_p", "_aoff", "_cack", "_m", "_retx", "_req",
-                 "_nh", "_soff", "_bm", "_rb", "_ooo", "_pend", "_rc")
+    __slots__ = ("plain", "size", "_const", "_xconst", "_p", "_aoff", "_cack", "_m", "_retx",
+                 "_req", "_nh", "_soff", "_bm", "_rb", "_ooo", "_pend", "_rc", "_cct")
 
     def __init__(self, ack_type: str, spdcid: int, dpdcid: int, mpr: int):
         self.plain = ack_type == "ack"
@@ -172,27 +195,32 @@ class AckEncoder:
         if not self.plain:
             fields["mpr"] = mpr
         self._const = lay.const(fields)
+        self._xconst = _ACCX.const(dict(fields, type=ACK_CCX_TYPE, mpr=mpr,
+                                        ccx_type=CSIG_CCX_TYPE))
         sh = lay.shift  # the fields' places, looked up once (an ACK goes out every few packets)
         self._p, self._aoff, self._cack, self._m, self._retx, self._req, self._nh = (
             sh[n] for n in ("p", "ack_psn_offset", "cack_psn", "m", "retx", "req", "next_hdr"))
-        self._soff, self._bm, self._rb, self._ooo, self._pend, self._rc = (
-            (0, 0, 0, 0, 0, 0) if self.plain else
+        self._soff, self._bm, self._rb, self._ooo, self._pend, self._rc, self._cct = (
+            (0, 0, 0, 0, 0, 0, 0) if self.plain else
             (sh[n] for n in ("sack_psn_offset", "sack_bitmap", "rcvd_bytes", "ooo_count",
-                             "rcv_cwnd_pend", "restore_cwnd")))
+                             "rcv_cwnd_pend", "restore_cwnd", "cc_type")))
 
     def pack(self, cack: int, ack_psn_offset: int, m: bool, retx: bool, next_hdr: int,
              sack_psn_offset: int, sack_bitmap: int, rcvd_bytes: int, ooo_count: int,
              probe: int | None = None, req: int = 0, rcv_cwnd_pend: int = 0,
-             restore_cwnd: int = 0) -> bytes:
+             restore_cwnd: int = 0, ccx_state: int | None = None,
+             credit: int | None = None) -> bytes:
         """One ACK: ``ack_psn_offset`` clamped to 16 signed bits; ``probe`` (an opaque value)
         makes it a probe answer (P = 1, B.7). The SACK fields and the NSCC state (ACK_CC,
         cc_type 0, B.8; service_time is always 0 here: A5 of uet/pds/target.py) are ignored by
-        a plain ACK."""
+        a plain ACK. ``ccx_state`` (a CSIG reflection, uet.cms.csig C4) makes it an ACK_CCX
+        (B.9) of ccx_type 14 carrying that state instead of the NSCC state; ``credit`` (RCCC's
+        grant in wire units, E.2) makes it cc_type 1 with that credit."""
         if probe is not None:  # probe_opaque sits where ack_psn_offset does (checked above)
-            v = self._const | (1 << self._p) | ((probe & 0xFFFF) << self._aoff)
+            v = (1 << self._p) | ((probe & 0xFFFF) << self._aoff)
         else:
             o = -32768 if ack_psn_offset < -32768 else min(ack_psn_offset, 32767)
-            v = self._const | ((o & 0xFFFF) << self._aoff)
+            v = (o & 0xFFFF) << self._aoff
         v |= (cack & M32) << self._cack
         if m:
             v |= 1 << self._m
@@ -202,12 +230,29 @@ class AckEncoder:
             v |= req << self._req
         if next_hdr:
             v |= next_hdr << self._nh
-        if not self.plain:
-            so = -32768 if sack_psn_offset < -32768 else min(sack_psn_offset, 32767)
-            v |= (((so & 0xFFFF) << self._soff) | (sack_bitmap << self._bm)
-                  | ((rcvd_bytes & 0xFFFFFF) << self._rb) | ((ooo_count & 0xFFFF) << self._ooo)
-                  | ((rcv_cwnd_pend & 0x7F) << self._pend) | ((restore_cwnd & 1) << self._rc))
-        return v.to_bytes(self.size, "big")
+        if self.plain:
+            return (self._const | v).to_bytes(self.size, "big")
+        so = -32768 if sack_psn_offset < -32768 else min(sack_psn_offset, 32767)
+        v |= ((so & 0xFFFF) << self._soff) | (sack_bitmap << self._bm)
+        if ccx_state is not None:  # B.9: the same fields, 64 bits further from the end
+            return (self._xconst | (v << _CCX_EXTRA) | (ccx_state & _CCX_MASK)).to_bytes(
+                _ACCX.size, "big")
+        if credit is not None:  # B.8 cc_type 1: credit, reserved, ooo_count
+            v |= (((CC_TYPE_CREDIT << self._cct) | ((credit & 0xFFFFFF) << _CREDIT_SHIFT)
+                   | ((ooo_count & 0xFFFF) << self._ooo)))
+            return (self._const | v).to_bytes(self.size, "big")
+        v |= (((rcvd_bytes & 0xFFFFFF) << self._rb) | ((ooo_count & 0xFFFF) << self._ooo)
+              | ((rcv_cwnd_pend & 0x7F) << self._pend) | ((restore_cwnd & 1) << self._rc))
+        return (self._const | v).to_bytes(self.size, "big")
+
+
+# ACK_CCX (B.9) is ACK_CC's first 24 bytes and 16 bytes of state where ACK_CC has 8: every field
+# the two share sits 64 bits further from the end, and the state is the last 128 bits
+_CCX_EXTRA = (_ACCX.size - _ACC.size) * 8
+_CCX_MASK = (1 << 128) - 1
+assert _ACCX.shift["ack_ccx_state"] == 0 and all(
+    _ACCX.shift[n] == _ACC.shift[n] + _CCX_EXTRA
+    for n in _ACK_BASE + _SACK + ("type",) if n in _ACC.shift)
 
 
 def ack_bytes(ack_type: str, **fields: int) -> bytes:

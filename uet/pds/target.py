@@ -59,9 +59,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import native
-from ..wire.enums import CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_PROBE, NACK_BY_NAME
+from ..wire.enums import CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_CREDIT_REQ, CTL_PROBE, NACK_BY_NAME
 from .datagram import CE, DatagramMeta
-from .packets import AckEncoder, Control, Request
+from . import credit
+from .packets import CC_REQUEST_SIZE, AckEncoder, Control, Request
 from .pdc import PdcSide
 from .recovery import M32, pdiff
 
@@ -94,6 +95,9 @@ class Target(PdcSide):
         self.rcvd_bytes = 0
         self.ooo_count = 0
         self.penalised = False  # A5: the last ACK carried rcv_cwnd_pend > 0
+        self.credited = False   # Q5 of uet.pds.credit: RCCC credit flows on this PDC
+        self.grant_due = 0      # Q7: bytes the scheduler granted that the next ACK carries
+        self.last_meta: DatagramMeta | None = None  # Q8: where CONTROL CREDIT goes
         self.rod_buf: dict[int, Any] = {}   # W4: PSN -> (next_hdr, SES bytes) or None
         self.next_deliver = start_psn
         self.responses: dict[int, tuple[int, bytes]] = {}  # X3: PSN -> (next_hdr, bytes)
@@ -141,11 +145,16 @@ class Target(PdcSide):
             ep.send_nack(meta, N["ROD_OOO"], psn, self.pdcid, self.peer_pdcid, retx=r.retx)
             return
         ses = memoryview(data)[r.size:end]
+        if ep.credits is not None:  # Q5
+            self.last_meta = meta
+            credit.target_request(self, r.credit_target, r.size == CC_REQUEST_SIZE, now)
         code = ep.upper.admit(self.peer, r.next_hdr, ses) if r.next_hdr else 0  # W5
         if code:
             ep.send_nack(meta, code, psn, self.pdcid, self.peer_pdcid, retx=r.retx)
             return
         rsp = self.accept(psn, d, r.next_hdr, ses, r.clear_psn_offset, now)
+        if self.credited:
+            credit.target_arrived(self, min(len(ses), self.cfg.mtu), now)  # Q6, Q8
         self.acknowledge(meta, psn, len(ses), rsp, ar=r.ar, syn=r.syn, retx=r.retx, ce=ce,
                          now=now)
 
@@ -185,7 +194,8 @@ class Target(PdcSide):
                 if lp != psn:
                     self.send_ack(meta, lp)
         if (ar or syn or rsp is not None or (ce and cfg.ack_on_ecn)
-                or self.bytes_since_ack >= cfg.ack_gen_trigger or cfg.ack_per_packet):
+                or self.bytes_since_ack >= cfg.ack_gen_trigger or cfg.ack_per_packet
+                or self.grant_due):  # Q7: credit due goes on an ACK at once
             self.send_ack(meta, psn, retx=retx, ce=ce)
             if ar and pdiff(psn, newcack) > 0:
                 self.pending_ar = psn
@@ -258,10 +268,14 @@ class Target(PdcSide):
             elif self.penalised:
                 self.penalised = False
                 restore = 1
+        grant = credit.ack_grant(self, self.ep._now) if self.credited else None  # Q7
+        reflector = self.ep.reflector  # G2 of uet.pds.signals: the CSIG reflection
         body = acks.pack(cack, pdiff(psn, cack), ce, retx, rsp[0] if rsp is not None else 0,
                          pdiff(sb, cack), 0 if acks.plain else win.sack_word(sb),
                          self.rcvd_bytes, self.ooo_count, probe, rcv_cwnd_pend=pend,
-                         restore_cwnd=restore)
+                         restore_cwnd=restore,
+                         ccx_state=None if reflector is None or acks.plain or grant is not None
+                         else reflector.state(meta.src, meta.sport), credit=grant)
         self.ep.send_answer(meta, body if rsp is None else body + rsp[1])
 
     # --- control ---------------------------------------------------------------------------------
@@ -281,6 +295,9 @@ class Target(PdcSide):
             self.send_ack(meta, psn, retx=c.retx, probe=c.probe_opaque)
         elif ctl == CTL_CLEAR:
             self.clear_psn = c.payload & M32
+        elif ctl == CTL_CREDIT_REQ:  # Q8
+            self.last_meta = meta
+            credit.target_credit_request(self, c.payload & 0xFFFFFF, now)
         elif ctl == CTL_CLOSE:
             win = self.win
             d = pdiff(psn, win.cack)

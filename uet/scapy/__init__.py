@@ -36,6 +36,7 @@ schema key                 Scapy class                  selected by
 ``roce.reth`` ...          ``RETH``, ``ImmDt``,         BTH opcode, in the order of
                            ``IETH``, ``AtomicETH``,     ``extension_headers(opcode)`` (G.4)
                            ``AtomicAckETH``, ``DETH``
+``csig``                   ``CSIG``                     Ether/Dot1Q type ``CSIG_ETHERTYPE`` (E.4)
 =========================  ===========================  =========================================
 
 ``UET`` is the dispatcher bound to UDP port 4793 (destination *and* source port, since ACKs go from
@@ -118,6 +119,15 @@ that follows another extension header (RETH -> ImmDt, DETH -> ImmDt, AETH -> Ato
 from the BTH opcode; for ``AETH`` this needs one added ``guess_payload_class`` rule, which leaves
 every other case to Scapy's original method.
 
+CSIG tag (uet-facts E.4)
+------------------------
+
+``CSIG`` (from the schema's ``csig`` header, layout uet.cms.csig C1) sits where an 802.1Q tag would:
+``Ether()/CSIG(t="ABW", s=31)/IP()/UDP()/...`` builds (the Ethernet type set to
+:data:`uet.cms.csig.CSIG_ETHERTYPE`) and dissects, its ``ethertype``
+field choosing IP, IPv6 or Dot1Q after it. :func:`bind_csig_ethertype` moves it to another
+EtherType (E.4 fixes none; the default is :data:`uet.cms.csig.CSIG_ETHERTYPE`).
+
 Modules
 -------
 
@@ -128,7 +138,9 @@ Importing :mod:`uet.scapy` imports them all, in this order; every name is re-exp
 * :mod:`uet.scapy.layout` - a header's layout variants merged into one ``fields_desc``;
 * :mod:`uet.scapy.base` - base packet classes and :func:`make_layer` (``LAYERS``, ``ALIASES``);
 * :mod:`uet.scapy.uet_layers` - ``UET``, the generated UET classes and their bindings;
-* :mod:`uet.scapy.roce` - the generated RoCEv2 classes and their bindings onto Scapy's ``BTH``.
+* :mod:`uet.scapy.roce` - the generated RoCEv2 classes and their bindings onto Scapy's ``BTH``;
+* :mod:`uet.scapy.csig` - the generated ``CSIG`` class and its bindings to ``Ether``, ``Dot1Q``,
+  ``IP`` and ``IPv6``.
 """
 
 from __future__ import annotations
@@ -145,6 +157,7 @@ from .fields import AliasField, CondSchemaField, SignedBitField, UETTrailerField
 from .base import ALIASES, LAYERS, UETPacket, _ROCE_CLASS_NAMES, class_name, make_layer
 from .uet_layers import PDS_LAYERS, SES_LAYERS, UET, UET_SES_AMO, bind_uet_port, configure
 from .roce import ROCE_LAYERS
+from .csig import CSIG, bind_csig_ethertype
 
 # private helpers the tests look at (the Scapy configuration and the ports bound to UET)
 from .config import _cfg  # noqa: F401,E402
@@ -155,7 +168,7 @@ __all__ = [
     "AliasField", "class_name",
     "LAYERS", "PDS_LAYERS", "SES_LAYERS", "ROCE_LAYERS", "ALIASES", "SCAPY_FIELD_NAMES",
     "BTH_FIELD_NAMES", "TRAILER_MODES", "bind_uet_port", "configure", "make_layer", "scapy_name",
-    "codec_name", "uet_options", "trailer_mode",
+    "codec_name", "uet_options", "trailer_mode", "CSIG", "bind_csig_ethertype",
 ]
 
 # The generated classes under their class names (UET_Entropy, UET_PDS_ACK, UET_SES_STD, RETH, ...):

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import cliargs
 from ..cliargs import fail_spec, fraction
+from ..cms.choice import CC_NAMES
+from ..cms.csig import TYPE_BY_NAME
 from ..multipath import SELECTOR_KINDS
 from ..net.topology import LinkError, TopologyError, parse_topology
 from .traffic import TrafficError, parse_traffic
@@ -43,7 +45,7 @@ PATHS_ONLY = {"paths": None, "rtt": 10.0, "loss": 0.0, "trim": 0.0, "reorder": 0
               "corrupt": 0.0, "fail_path": [], "messages": 1, "op": "send"}
 DEFAULT_PATHS = 4
 SWITCHED_ONLY = {"traffic": None, "link_delay": None, "buffer": None, "ecn_ramp": None,
-                 "degrade_link": [], "fail_link": []}
+                 "degrade_link": [], "fail_link": [], "csig": None}
 
 
 def topology_spec(s: str) -> tuple[str, tuple[int, ...]]:
@@ -143,9 +145,13 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traffic", type=parse_traffic, default=None, metavar="PATTERN",
                    help="with leafspine/fattree: incast:N (hosts 1..N to host 0), permutation "
                         "(default), all-to-all, or an htsim connection-matrix file; --bytes per flow")
-    p.add_argument("--cc", choices=("nscc", "fixed"), default=None,
-                   help="congestion control: NSCC (E.1) or the fixed --window; default fixed on "
-                        "paths:N, nscc on switches")
+    p.add_argument("--cc", choices=CC_NAMES, default=None,
+                   help="congestion control: NSCC (E.1), RCCC (E.2: receiver credit) or the "
+                        "fixed --window; default fixed on paths:N, nscc on switches")
+    p.add_argument("--csig", choices=sorted(TYPE_BY_NAME), default=None, metavar="TYPE",
+                   help="with leafspine/fattree: CSIG-style signalling (E.4: switches stamp a tag "
+                        "of this type, abw, abw/c, delay or nqd; the receiver reflects it in "
+                        "ACK_CCX, the project's extension); the sender's paths and NSCC use it")
     p.add_argument("--ack-every-packet", action="store_true",
                    help="an ACK for every packet (C.9 ENB_ACK_PER_PKT) instead of every 16KiB")
     p.add_argument("--link-delay", type=cliargs.delay_us, default=None,
@@ -225,7 +231,7 @@ def fabric_config_from_args(args: argparse.Namespace) -> "FabricSimConfig":
         trim_bytes=args.trim_bytes, cc=args.cc or SWITCHED_DEFAULTS["cc"],
         spray=args.spray or SWITCHED_DEFAULTS["spray"], entropy_values=args.entropies,
         window_bytes=args.window,
-        ack_per_packet=args.ack_every_packet, degrade=list(args.degrade_link),
+        ack_per_packet=args.ack_every_packet, degrade=list(args.degrade_link), csig=args.csig,
         fail=list(args.fail_link), seed=args.seed)
 
 
@@ -275,6 +281,8 @@ def _replay_switched(args: argparse.Namespace) -> str:
         words += ["--trim-bytes", str(args.trim_bytes)]
     if args.ack_every_packet:
         words.append("--ack-every-packet")
+    if args.csig:
+        words += ["--csig", args.csig]
     for a, b, f in args.degrade_link:
         words += ["--degrade-link", f"{a}-{b}:{f!r}"]
     for a, b, t in args.fail_link:

@@ -19,6 +19,25 @@ ECMP (E.5): a switch with several up ports picks one by a hash of the frame's 5-
 addresses and UDP ports: the source port is the entropy of a request) salted per switch from
 the seed, so that switches do not all make the same choice.
 
+CSIG (uet-facts E.4; the tag and its rules C1-C4 are uet.cms.csig's, the port's S5-S6 switch.py's),
+with ``csig`` set to a signal type's name (choices where the facts are silent):
+
+  F1  every data request a host sends (DSCP not 46) carries a tag, starting at the neutral value
+      (C3); ACKs, NACKs and control packets carry none: they report, they are not reported on
+      (and CSIG steers the requests' paths, E.4, E.5). The tag is on the wire: its 4 bytes count
+      in the queues and the link time.
+  F2  every switch port stamps (S6) with the fabric's one scale (C2: full scale ``csig_abw_gbps``,
+      by default the link rate) and the switch's locator (its index in the topology mod 128); a
+      host's NIC does not (E.4: the switches signal).
+  F3  the receiving host gets the UDP payload as without CSIG and the tag's 16 bits beside it
+      (``Host.receive_datagram(csig=)``); its PDS reflects them (C4) because the hosts are given
+      ``PdsConfig.csig``; senders choose EVs with :func:`uet.multipath.csig_selector` around the
+      ``spray`` policy (``csig_selector`` overrides its K-rule parameters). NSCC's CSIG variant
+      (uet.cms.nscc V1-V3) is on with ``nscc={"csig": True}``: not by default, so that a run
+      with CSIG differs from one without only in the paths chosen. A pcap shows the tag as a
+      real L2 tag (TPID ``csig_ethertype``): at send time with the neutral value, and again at
+      arrival when a switch changed it.
+
 Events are ``(time, seq, action, a, b)`` in a heap; ``action(time, a, b)`` runs one. The run ends
 when every flow is complete (its SEND's response came back) and was delivered intact (checked by
 CRC-32C, then byte for byte), or at ``time_limit_s`` of simulated time.
@@ -30,13 +49,16 @@ import heapq
 import random
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
 from .. import native
-from ..cms import FixedWindow, Nscc, NsccParams
+from ..cms import NsccParams
+from ..cms.choice import pds_overrides
+from ..cms.csig import CSIG_ETHERTYPE, TAG_LEN, TYPE_BY_NAME, TYPE_NAMES, Scale, neutral
 from ..host import Host
-from ..net.switch import Packet, Port
+from ..multipath import csig_selector, make_selector
+from ..net.switch import CSIG_COUNTERS, CSIG_INTERVAL, Packet, Port
 from ..net.topology import LinkError, Topology, build, parse_topology
 from ..pds import DatagramMeta, PdsConfig
 from ..pds import events as pev
@@ -47,7 +69,7 @@ from ..ses import events as sev
 from ..ses.packets import STD_SIZE
 from ..payload import seeded_bytes
 from ..wire.trailer import TRAILER_LEN
-from .frames import HDRS, FrameCache, PcapWriter, set_ce, trim
+from .frames import HDRS, FrameCache, PcapWriter, insert_tag, set_ce, strip_tag, trim
 from .metrics import fct_summary
 from .traffic import Flow, TrafficError, make_flows
 
@@ -82,6 +104,12 @@ class FabricSimConfig:
     time_limit_s: float = 10.0
     nscc: dict[str, Any] = field(default_factory=dict)  # NsccParams overrides
     pds: dict[str, Any] = field(default_factory=dict)   # PdsConfig overrides
+    csig: str | None = None                  # F1-F3: a name of uet.cms.csig.TYPE_BY_NAME; None off
+    csig_ethertype: int = CSIG_ETHERTYPE     # the tag's TPID in pcaps (E.4: not fixed)
+    csig_interval_us: float = CSIG_INTERVAL * 1e6   # S5: the ports' utilisation time constant
+    csig_abw_gbps: float | None = None       # C2 full scale of ABW; None: rate_gbps (F2)
+    csig_delay_unit_us: float | None = None  # C2 delay bucket; None: uet.cms.csig.Scale's
+    csig_selector: dict[str, Any] = field(default_factory=dict)  # CsigSelector overrides (F3)
 
 
 def host_address(i: int) -> str:
@@ -137,6 +165,13 @@ class FabricSimulator:
         if not self.flows:
             raise TrafficError("the traffic has no flows")
         self.rng = random.Random(cfg.seed)
+        self.csig = self._csig_type(cfg.csig)
+        scale: dict[str, float] = {"abw_full_gbps": cfg.csig_abw_gbps or cfg.rate_gbps}  # F2
+        if cfg.csig_delay_unit_us is not None:
+            scale["delay_unit_s"] = cfg.csig_delay_unit_us * 1e-6
+        self.csig_scale = Scale(**scale)
+        self._neutral = neutral(self.csig) if self.csig is not None else None
+        self.selectors: list[Any] = []  # F3: the CSIG selectors the hosts built, for the summary
         self.pcap: PcapWriter | None = None
         if pcap is not None:
             self.attach_pcap(pcap)
@@ -164,27 +199,42 @@ class FabricSimulator:
 
     def attach_pcap(self, fh: Any) -> None:
         """Capture every frame a host sends, at its send time, and every frame the switches
-        changed (trimmed, CE-marked) again as it arrives."""
+        changed (trimmed, CE-marked, its CSIG tag replaced: F3) again as it arrives."""
         self.pcap = PcapWriter(fh)
+
+    @staticmethod
+    def _csig_type(name: str | None) -> int | None:
+        if name is None:
+            return None
+        t = TYPE_BY_NAME.get(name.lower())
+        if t is None:
+            raise ValueError(f"unknown CSIG signal {name!r} ({', '.join(TYPE_BY_NAME)})")
+        return t
 
     # --- building ---------------------------------------------------------------------------
     def _pds_config(self) -> PdsConfig:
         cfg = self.cfg
         window = cfg.window_bytes or max(64 * 1024, int(1.5 * self.bdp))
-        rate, base_rtt = cfg.rate_gbps, self.base_rtt
         params = NsccParams(trimming=cfg.trimming, **cfg.nscc)
-        if cfg.cc == "nscc":
-            def cc_factory(pc: PdsConfig) -> Any:
-                return Nscc(mtu=pc.mtu, rate_gbps=rate, base_rtt=base_rtt, params=params)
-        elif cfg.cc == "fixed":
-            def cc_factory(pc: PdsConfig) -> Any:
-                return FixedWindow(window, pc.mtu)
-        else:
-            raise ValueError(f"unknown congestion control {cfg.cc!r} (nscc, fixed)")
+        if self.csig is not None and params.csig:
+            params = replace(params, csig_scale=self.csig_scale)  # one scale per fabric (C2)
         pc = dict(mtu=cfg.mtu, spray=cfg.spray, entropy_values=cfg.entropy_values,
-                  window_bytes=window, ack_per_packet=cfg.ack_per_packet, cc_factory=cc_factory)
+                  window_bytes=window, ack_per_packet=cfg.ack_per_packet)
+        pc.update(pds_overrides(cfg.cc, rate_gbps=cfg.rate_gbps, base_rtt=self.base_rtt,
+                                window_bytes=window, trimming=cfg.trimming, nscc=params))
+        if self.csig is not None:  # F3
+            if "csig" in {f.name for f in fields(PdsConfig)}:  # the PDS's side of C4
+                pc["csig"] = self.csig
+            pc["entropy_factory"] = self._csig_entropy
         pc.update(cfg.pds)
         return PdsConfig(**pc)
+
+    def _csig_entropy(self, pc: PdsConfig, rng: random.Random) -> Any:
+        """F3: the ``spray`` policy inside a CSIG selector (K1-K5 of uet.multipath.csig)."""
+        sel = csig_selector(make_selector(pc.spray, pc.entropy_values, rng), t=self.csig,
+                            scale=self.csig_scale, **self.cfg.csig_selector)
+        self.selectors.append(sel)
+        return sel
 
     def _host(self, addr: str, i: int) -> Host:
         seed = (self.cfg.seed * 1_000_003 + i) & ((1 << 63) - 1)
@@ -208,6 +258,8 @@ class FabricSimulator:
         self.switches = switches
         kmin, kmax = int(cfg.ecn_lo * self.buffer), max(int(cfg.ecn_hi * self.buffer),
                                                         int(cfg.ecn_lo * self.buffer) + 1)
+        locator = {name: i % 128 for i, name in enumerate(topo.switches)}  # F2
+        tagged = self.csig is not None
 
         def port(a: str, b: str, peer: Any, *, nic: bool = False) -> Port:
             p = Port(f"{a}->{b}", peer, rate_bps=bps * degrade.get((a, b), 1.0), delay=delay,
@@ -215,7 +267,9 @@ class FabricSimulator:
                      kmin_bytes=(1 << 62) if nic else kmin,
                      kmax_bytes=(1 << 62) + 1 if nic else kmax, trim_bytes=cfg.trim_bytes,
                      trimming=cfg.trimming and not nic, rng=self.rng,
-                     fail_at=fail.get((a, b), INF))
+                     fail_at=fail.get((a, b), INF), header_bytes=HDRS + TAG_LEN * tagged,
+                     csig=None if nic else self.csig, csig_scale=self.csig_scale,
+                     csig_lm=0 if nic else locator[a], csig_interval=cfg.csig_interval_us * 1e-6)
             if not nic:
                 self.ports.append(p)
             return p
@@ -270,13 +324,21 @@ class FabricSimulator:
 
     def _at_host(self, now: float, host: _HostNode, pkt: Packet) -> None:
         frame = pkt.frame
+        bits = pkt.csig
+        if bits is not None:
+            frame = strip_tag(frame)[0]  # F3: the tag's bits travel in pkt.csig
         if pkt.trimmed:
             frame = trim(frame, self.cfg.trim_bytes)
         if pkt.ce:
             frame = set_ce(frame)
-        if self.pcap is not None and (pkt.trimmed or pkt.ce):
-            self.pcap.write(now, frame)
-        host.ep.receive_datagram(frame[HDRS:], self.frames.meta(frame), now)
+        if bits is None:
+            if self.pcap is not None and (pkt.trimmed or pkt.ce):
+                self.pcap.write(now, frame)
+            host.ep.receive_datagram(frame[HDRS:], self.frames.meta(frame), now)
+        else:
+            if self.pcap is not None and (pkt.trimmed or pkt.ce or bits != self._neutral):
+                self.pcap.write(now, insert_tag(frame, bits, self.cfg.csig_ethertype))
+            host.ep.receive_datagram(frame[HDRS:], self.frames.meta(frame), now, csig=bits)
         self._events(host, now)
         self._flush(host, now)
 
@@ -302,11 +364,17 @@ class FabricSimulator:
             nic = host.nic
             pcap = self.pcap
             frame_of = self.frames.frame
+            tag = self._neutral
             for data, meta in out:
                 frame, (dst, key, control, ect) = frame_of(data, meta)
+                if tag is None or control:
+                    pkt = Packet(frame, dst, key, control, ect)
+                else:  # F1
+                    frame = insert_tag(frame, tag, self.cfg.csig_ethertype)
+                    pkt = Packet(frame, dst, key, control, ect, csig=tag)
                 if pcap is not None:
                     pcap.write(now, frame)
-                nic.enqueue(Packet(frame, dst, key, control, ect), now)
+                nic.enqueue(pkt, now)
             if not nic.busy:
                 self._transmit(nic, now)
         t = ep.get_timer()
@@ -435,7 +503,8 @@ class FabricSimulator:
         stats = [h.ep.stats for h in self.hosts]
         summary: dict[str, Any] = {"ok": False, "topology": cfg.topology, "hosts": self.topo.hosts,
                                    "traffic": _traffic_name(cfg.traffic), "cc": cfg.cc,
-                                   "spray": cfg.spray}
+                                   "spray": cfg.spray,
+                                   "csig": TYPE_NAMES[self.csig] if self.csig is not None else None}
         summary.update(fct_summary(list(zip(self.flows, self.fct)), ideal_fct_s=self.ideal_fct()))
         busiest = max(self.ports, key=lambda p: p.tx_bytes) if self.ports else None
         packets = sum(s["packets_tx"] for s in stats) if "packets_tx" in stats[0] else None
@@ -460,6 +529,11 @@ class FabricSimulator:
         })
         if packets is not None:
             summary["packets_tx"] = packets
+        if self.csig is not None:
+            for c in CSIG_COUNTERS:
+                summary[c] = sum(getattr(p, c) for p in self.ports)
+            for c in ("reasked", "kept_bad", "expired"):
+                summary[f"csig_{c}"] = sum(sel.counters[c] for sel in self.selectors)
         summary["ok"] = (not self.failures and summary["completed"] == len(self.flows)
                          and self.delivered == len(self.flows) and not summary["internal_errors"])
         return summary

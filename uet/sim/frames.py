@@ -3,6 +3,10 @@
 The frames are byte-for-byte what :func:`uet.wire.build.udp_frame` builds (fixed locally
 administered MACs, IPv4 DF, TTL 64, identification 0, UDP checksum 0) - the tests check that -
 but precomputed per address pair, because the simulator frames every datagram.
+
+A CSIG tag (uet-facts E.4, uet.cms.csig C1) is an L2 tag between the MAC addresses and the
+EtherType, as an 802.1Q tag is: :func:`insert_tag` puts the TPID and the 16 tag bits after the
+12 MAC bytes (the frame's own EtherType follows as the inner one), :func:`strip_tag` takes them out.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import socket
 from typing import Any, BinaryIO, Callable
 
+from ..cms.csig import CSIG_ETHERTYPE, TAG_LEN
 from ..pds.datagram import DatagramMeta
 
 from ..wire.build import trim as _wire_trim
@@ -124,6 +129,16 @@ def set_ce(frame: bytes) -> bytes:
 def trim(frame: bytes, keep: int = 256) -> bytes:
     """design.md "Defaults": keep the first ``keep`` bytes of the UDP payload, DSCP 11."""
     return _wire_trim(frame, keep)
+
+
+def insert_tag(frame: bytes, bits: int, ethertype: int = CSIG_ETHERTYPE) -> bytes:
+    """The frame with a CSIG tag (TPID ``ethertype``, then ``bits``) after its 12 MAC bytes."""
+    return b"".join((frame[:12], ((ethertype << 16) | bits).to_bytes(TAG_LEN, "big"), frame[12:]))
+
+
+def strip_tag(frame: bytes) -> tuple[bytes, int]:
+    """(the frame without the tag :func:`insert_tag` put in, the tag's 16 bits)."""
+    return frame[:12] + frame[12 + TAG_LEN:], (frame[14] << 8) | frame[15]
 
 
 class PcapWriter:

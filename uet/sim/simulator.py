@@ -41,7 +41,7 @@ from typing import Any, TextIO
 
 from .. import native
 from ..payload import seeded_bytes
-from ..cms import Nscc, NsccParams
+from ..cms.choice import pds_overrides
 from ..host import Host
 from ..net import CE, COUNTERS, TRIMMED, Ecmp, Link, NetConfig, flip
 from ..pds import DatagramMeta, PdsConfig
@@ -125,13 +125,10 @@ class Simulator:
         qcap = cfg.queue_bytes or max(2 * window, 256 * 1024)
         pc: dict[str, Any] = dict(mtu=cfg.mtu, spray=cfg.spray,
                                   entropy_values=cfg.entropy_values, window_bytes=window)
-        if cfg.cc == "nscc":  # one PDC sprays over every path: its BDP is all of theirs
-            rate, rtt = cfg.paths * cfg.rate_gbps, cfg.rtt_us * 1e-6
-            params = NsccParams(trimming=cfg.trim_on_overflow)
-            pc["cc_factory"] = lambda p: Nscc(mtu=p.mtu, rate_gbps=rate, base_rtt=rtt,
-                                              params=params)
-        elif cfg.cc != "fixed":
-            raise ValueError(f"unknown congestion control {cfg.cc!r} (fixed, nscc)")
+        # one PDC sprays over every path: its BDP is all of theirs
+        pc.update(pds_overrides(cfg.cc, rate_gbps=cfg.paths * cfg.rate_gbps,
+                                base_rtt=cfg.rtt_us * 1e-6, window_bytes=window,
+                                trimming=cfg.trim_on_overflow))
         pc.update(cfg.pds)
         self.window = window
         self.a = _Host("A", A_ADDR, self._host(A_ADDR, PdsConfig(**pc), 1), 0)

@@ -3,7 +3,7 @@
 UET: packet types (B.1), next headers (B.2), ACK request (B.4), CC types (B.8), NACK codes (B.11),
 control types (B.12), SES request opcodes (D.1), response opcodes and lists (D.7), return codes
 (D.8), AMO opcodes and data types (D.6). RoCEv2: BTH opcodes (G.3, G.5), AETH syndrome types (G.4),
-ECN code points (A.2).
+ECN code points (A.2). CSIG: the tag's signal types (E.4).
 """
 
 from __future__ import annotations
@@ -125,6 +125,12 @@ AETH_NAK_CODE = Enum("aeth_nak", {
 }, ref="G.4")
 
 ECN = Enum("ecn", {0: "Not-ECT", 1: "ECT(1)", 2: "ECT(0)", 3: "CE"}, ref="A.2")
+
+# --- CSIG (E.4) -------------------------------------------------------------------------------
+# The signal types of the CSIG tag's t field, as E.4 lists them. uet.cms.csig (C1) holds the same
+# table under lower-case names for the CMS code; it cannot be imported here, because uet.cms imports
+# uet.wire (an import the other way would make a circle), so a test pins the two together.
+CSIG_TYPE = Enum("csig_type", {0: "ABW", 1: "ABW/C", 2: "DELAY", 3: "NQD"}, ref="E.4")
 
 
 def aeth_syndrome_name(syndrome: int) -> str:

@@ -1,13 +1,14 @@
 """IPv4, IPv6 and UDP declarations: the underlay that ``uet decode`` reads before UET or RoCEv2.
 
 They go through the same schema and codecs as the transport headers, so nothing is parsed by hand;
-the Lua generator leaves them to Wireshark's own dissectors.
+the Lua generator leaves them to Wireshark's own dissectors, except the CSIG tag (E.4), which no
+Wireshark dissects and the generator therefore declares too.
 """
 
 from __future__ import annotations
 
-from .enums import ECN
-from .schema import E, Header, U, X, Field
+from .enums import CSIG_TYPE, ECN
+from .schema import E, Flag, Header, U, X, Field
 
 IPV4 = Header("ipv4", "IPv4 header (without options)", (
     U("version", 4), U("ihl", 4, "header length in 32-bit words"),
@@ -36,6 +37,20 @@ ETH = Header("eth", "Ethernet II", (
 VLAN = Header("vlan", "802.1Q tag (after its TPID)", (
     U("pcp", 3), U("dei", 1), U("vid", 12), X("ethertype", 16),
 ), ref="IEEE 802.1Q")
+# E.4: the CSIG compact tag sits where an 802.1Q tag would, so it is declared like VLAN: what follows
+# its TPID (the EtherType uet.cms.csig.CSIG_ETHERTYPE, an option of every reader). E.4 gives the
+# fields but not their bit positions; the positions are the project's choice, uet.cms.csig C1 (whose
+# pack/unpack a test holds this declaration to).
+CSIG = Header("csig", "CSIG tag (after its TPID)", (
+    E("t", 2, CSIG_TYPE, "signal type", "E.4"),
+    U("s", 5, "signal value, one of 32 buckets (the meaning of a bucket: uet.cms.csig C2)", "E.4"),
+    U("lm", 7, "locator metadata: which hop last replaced s", "E.4"),
+    Flag("d", "do-not-update, set by a trimming switch (C.6)", "E.4"),
+    # Named rather than Rsvd: a reader keeps the tag's r visible (csig C1: a tag with r set is
+    # counted and ignored), and the decoders report it as a problem.
+    U("r", 1, "reserved, 0", "E.4"),
+    X("ethertype", 16, "the EtherType of what follows (0x0800 IPv4, 0x86DD IPv6)", "E.4"),
+), ref="E.4", doc="Compact form; the wide 8-byte form (E.4) is not decoded.")
 SLL = Header("sll", "Linux cooked capture v1", (
     U("packet_type", 16), U("arphrd", 16), U("addr_len", 16), X("addr", 64), X("protocol", 16),
 ), ref="LINKTYPE_LINUX_SLL")
@@ -47,4 +62,4 @@ NULL = Header("null", "BSD loopback (address family in the capturing host's byte
     U("family", 32),
 ), ref="LINKTYPE_NULL")
 
-NET_HEADERS = (IPV4, IPV6, UDP, ETH, VLAN, SLL, SLL2, NULL)
+NET_HEADERS = (IPV4, IPV6, UDP, ETH, VLAN, CSIG, SLL, SLL2, NULL)

@@ -1,7 +1,8 @@
 --! Template of the comment block that opens the dissector written by `uet wireshark`; read by
 --! uet/wireshark/lua.py, which fills the string.Template placeholders: ${version} (uet version),
 --! ${name} (protocol name), ${port} (default UDP port), ${ip_proto} (UET IP protocol),
---! ${roce_port} (RoCEv2 UDP port) and ${renamed} (the fields renamed for uniqueness, one
+--! ${roce_port} (RoCEv2 UDP port), ${csig_ethertype} (the default CSIG EtherType, from
+--! uet/cms/csig.py) and ${renamed} (the fields renamed for uniqueness, one
 --! "--   <abbreviation> <why>" line each). Lines starting with "--!" are notes about this file and
 --! are not copied into the output.
 -- Wireshark dissector for the Ultra Ethernet Transport (UEC 1.0.x) and RoCEv2 additions.
@@ -20,6 +21,10 @@
 --     dissector first, then adds what Wireshark 4.0 lacks: every header decoded from the same schema
 --     (BTH with FECN/BECN, CNP = opcode 0x81 with its 16 reserved bytes), ICRC verification
 --     (uet-facts G.6) and the AETH syndrome in words.
+--   * protocol "${name}csig" on EtherType ${csig_ethertype} (preference ${name}csig.ethertype; uet-facts
+--     E.4 fixes no value): the CSIG congestion-signalling tag, an 802.1Q-shaped tag between the
+--     Ethernet header (or a VLAN tag) and IP: the fields t, s, lm, d, r, then the inner EtherType
+--     (layout: uet/cms/csig.py C1); what follows goes to Wireshark's EtherType table (IP, VLAN).
 --   If a protocol name is already taken (newer Wireshark builds have a built-in "uet" dissector on
 --   UDP 4793), the plugin registers as "<name>ref" instead ("uetref", fields uetref.*), says so in
 --   the tree (field <name>.note) and keeps loading. It then takes UDP ${port} over from the
@@ -28,7 +33,8 @@
 -- Field names: <proto>.<json path>.<field>, exactly the keys of `uet decode --json`:
 --   uet.pds.psn, uet.pds.type, uet.ses.opcode, uet.tss.sdi, uet.entropy.entropy; SES extension
 --   headers nest inside ses as in the JSON: uet.ses.atomic.atomic_opcode, uet.ses.cswap.swap_value,
---   uet.ses.rendezvous.eager_length; RoCEv2: uetroce.bth.opcode, uetroce.reth.r_key, ...
+--   uet.ses.rendezvous.eager_length; RoCEv2: uetroce.bth.opcode, uetroce.reth.r_key, ...;
+--   the CSIG tag (the frame's "csig" object): uetcsig.t, uetcsig.s, uetcsig.lm, uetcsig.d, ...
 --   Derived values are generated fields: uet.pds.clear_psn, start_psn, ack_psn, sack_base_psn,
 --   and uet.pds.sack_bitmap.psn (one per set bit of the SACK bitmap: bit i = PSN sack_base_psn + i,
 --   bit 0 = least significant bit). Enumerations are value strings (the number is the field value),

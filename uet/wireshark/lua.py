@@ -22,7 +22,8 @@ these parts, in this order, each stripped of blank lines at its ends and joined 
 4. generated: value strings ``VS``, fields ``F``, header layouts ``H``, chain tables
    (``PDS_BY_TYPE``, ``OPTIONS``, ...);
 5. ``runtime.lua`` (extra fields, experts, preferences, ``add_header``), ``uet_chain.lua`` (the UET
-   packet chain and its registration), ``roce_additions.lua`` (:data:`RUNTIME_FILES`).
+   packet chain and its registration), ``roce_additions.lua``, ``csig.lua`` (the CSIG tag on its
+   EtherType) (:data:`RUNTIME_FILES`).
 
 Those files are plain Lua copied verbatim (each parses on its own with ``luac -p``), except that
 leading lines starting with ``--!`` describe the file and are dropped.
@@ -38,7 +39,8 @@ Field plan. Abbreviation scheme (documented in the generated Lua and in the READ
   ``uet.entropy.entropy``, the SES extensions nested inside ``ses`` as in the JSON
   (``uet.ses.atomic.atomic_opcode``, ``uet.ses.cswap.compare_value``,
   ``uet.ses.rendezvous.eager_length``), RoCEv2 headers under ``uetroce`` (``uetroce.bth.psn``,
-  ``uetroce.reth.r_key``).
+  ``uetroce.reth.r_key``), the CSIG tag (the frame's ``csig`` object, uet-facts E.4) under its own
+  protocol ``uetcsig``, which stands for the whole object (``uetcsig.t``, ``uetcsig.s``).
 * Derived values keep their JSON names (``uet.pds.clear_psn``, ``uet.pds.sack_base_psn``).
 * One abbreviation is one Wireshark field, shared by every header that has a field of that name with
   the same Wireshark type (container bytes, bit mask, signedness, value table, base). When a name is
@@ -58,7 +60,9 @@ from importlib import resources
 from string import Template
 
 from .. import ROCE_UDP_PORT, UET_IP_PROTO, UET_UDP_PORT, __version__
+from ..cms.csig import CSIG_ETHERTYPE
 from ..wire import enums as EN
+from ..wire import net_headers as NH
 from ..wire import roce_headers as R
 from ..wire import uet_headers as U
 from ..wire.codec import Placed, codec
@@ -70,23 +74,43 @@ EXTENSION_KEYS = (U.SES_ATOMIC.key, U.SES_CSWAP.key, U.SES_RENDEZVOUS.key)
 
 UET_HEADERS: tuple[Header, ...] = U.UET_HEADERS
 ROCE_HEADERS: tuple[Header, ...] = R.ROCE_HEADERS
+#: E.4: Wireshark has no dissector for the CSIG tag, so unlike the other link and IP headers it is
+#: generated too, as its own protocol on an EtherType (csig.lua).
+CSIG_HEADERS: tuple[Header, ...] = (NH.CSIG,)
+#: every header the script dissects itself, in the order its tables are emitted
+SCHEMA_HEADERS: tuple[Header, ...] = UET_HEADERS + ROCE_HEADERS + CSIG_HEADERS
+#: protocol -> the Lua local holding its registered name (prelude.lua)
+_NAME_VAR = {"uet": "PN", "roce": "RN", "csig": "CN"}
 
 # Field kinds (also used as Lua constants by the generator).
 K_RSVD, K_FLAG, K_UINT, K_INT, K_NUMX, K_U64, K_U64X, K_BYTES, K_BYTESX = range(9)
 
 
 def json_path(h: Header) -> str:
-    """Where ``uet decode --json`` puts the header, below ``uet`` or ``roce``."""
+    """Where ``uet decode --json`` puts the header, below ``uet`` or ``roce``; ``""`` for the CSIG
+    tag, whose JSON object (the frame's ``csig``) its protocol stands for."""
     if h.key in EXTENSION_KEYS:
         return f"ses.{h.short}"
     if h.layer == "roce":
         return h.short
+    if h.layer == "csig":
+        return ""
     return h.layer
 
 
 def proto_of(h: Header) -> str:
-    """``"uet"`` or ``"roce"``: which generated protocol shows the header."""
-    return "roce" if h.layer == "roce" else "uet"
+    """``"uet"``, ``"roce"`` or ``"csig"``: which generated protocol shows the header."""
+    return h.layer if h.layer in ("roce", "csig") else "uet"
+
+
+def _suffix(path: str, name: str) -> str:
+    """The abbreviation after the protocol name: ``pds.psn``, or ``t`` for the CSIG tag."""
+    return f"{path}.{name}" if path else name
+
+
+def field_prefix(pr: str, uet: str, roce: str, csig: str) -> str:
+    """The registered name that prefixes the fields of protocol ``pr`` (``"uet"``, ...)."""
+    return {"uet": uet, "roce": roce, "csig": csig}[pr]
 
 
 @dataclass(frozen=True)
@@ -206,7 +230,7 @@ def _switch_tree(items: tuple[Item, ...]) -> list[tuple[Switch, list[list]]]:
 class FieldDef:
     """One generated ProtoField."""
 
-    proto: str       # "uet" / "roce"
+    proto: str       # "uet" / "roce" / "csig"
     suffix: str      # abbreviation after the protocol name: "pds.psn"
     label: str
     spec: Spec
@@ -231,7 +255,7 @@ def _doc(f: Field) -> str:
 @lru_cache(maxsize=1)
 def plan() -> Plan:
     groups: dict[tuple[str, str, str], list[tuple[Spec, Header, VariantPlan, Placed]]] = {}
-    for h in UET_HEADERS + ROCE_HEADERS:
+    for h in SCHEMA_HEADERS:
         for var in variants(h):
             for p in var.placed:
                 if p.field.reserved:
@@ -240,7 +264,7 @@ def plan() -> Plan:
     fields: list[FieldDef] = []
     by_placement: dict[tuple[str, str, tuple], FieldDef] = {}
     renamed: list[tuple[str, str]] = []
-    taken = {(pr, f"{path}.{name}") for (pr, path, name) in groups}
+    taken = {(pr, _suffix(path, name)) for (pr, path, name) in groups}
     for (pr, path, name), entries in groups.items():
         by_sig: dict[tuple, list] = {}
         for e in entries:
@@ -249,7 +273,7 @@ def plan() -> Plan:
         for i, (sig, es) in enumerate(by_sig.items()):
             spec, h0, _, p0 = es[0]
             if i == 0:
-                suffix = f"{path}.{name}"
+                suffix = _suffix(path, name)
             else:
                 if all(v.nondefault for _, _, v, _ in es):
                     tag, why = es[0][2].nondefault[0][1], f"decoder option {es[0][2].nondefault[0][0]}"
@@ -257,7 +281,7 @@ def plan() -> Plan:
                     tag, why = str(spec.width), f"{spec.width}-bit form"
                 else:
                     tag, why = h0.short, f"{h0.key} ({spec.enum or spec.ctor})"
-                suffix = f"{path}.{name}_{tag}"
+                suffix = _suffix(path, f"{name}_{tag}")
                 if (pr, suffix) in taken:
                     raise AssertionError(f"renamed field {pr}.{suffix} collides")
                 taken.add((pr, suffix))
@@ -272,25 +296,27 @@ def plan() -> Plan:
     return Plan(fields, by_placement, renamed)
 
 
-def abbreviation(header_key: str, p: Placed, uet: str = "uet", roce: str = "uetroce") -> str:
+def abbreviation(header_key: str, p: Placed, uet: str = "uet", roce: str = "uetroce",
+                 csig: str = "uetcsig") -> str:
     """The filter name of placed field ``p`` of header ``header_key`` (``uet.pds.psn``)."""
     fd = plan().field_for(header_key, p)
-    return f"{uet if fd.proto == 'uet' else roce}.{fd.suffix}"
+    return f"{field_prefix(fd.proto, uet, roce, csig)}.{fd.suffix}"
 
 
-def renamed_fields(uet: str = "uet", roce: str = "uetroce") -> list[tuple[str, str]]:
+def renamed_fields(uet: str = "uet", roce: str = "uetroce",
+                   csig: str = "uetcsig") -> list[tuple[str, str]]:
     """(abbreviation, reason) of every field whose name had to be made unique."""
     out = []
     for tagged, why in plan().renamed:
         pr, suffix = tagged.split(":", 1)
-        out.append((f"{uet if pr == 'uet' else roce}.{suffix}", why))
+        out.append((f"{field_prefix(pr, uet, roce, csig)}.{suffix}", why))
     return out
 
 
 # --- the hand-written Lua files --------------------------------------------------------------
 
 #: Hand-written Lua copied after the generated tables, in this order (see the module docstring).
-RUNTIME_FILES = ("runtime.lua", "uet_chain.lua", "roce_additions.lua")
+RUNTIME_FILES = ("runtime.lua", "uet_chain.lua", "roce_additions.lua", "csig.lua")
 
 #: Lines opening a ``.lua`` file with this prefix describe the file itself and are not copied.
 _NOTE_PREFIX = "--!"
@@ -336,7 +362,7 @@ def _lit(v: object) -> str:
 
 def _all_enums() -> list[Enum]:
     seen: dict[str, Enum] = {}
-    for h in UET_HEADERS + ROCE_HEADERS:
+    for h in SCHEMA_HEADERS:
         for f in h.all_fields():
             if f.enum is not None and f.enum.name not in seen:
                 seen[f.enum.name] = f.enum
@@ -370,7 +396,7 @@ def _options() -> list[tuple[str, list[object]]]:
                     walk(case.items)
                 walk(it.default)
 
-    for h in UET_HEADERS + ROCE_HEADERS:
+    for h in SCHEMA_HEADERS:
         walk(h.items)
     return sorted(found.items())
 
@@ -388,10 +414,11 @@ class _Emitter:
 
     def header_comment(self) -> str:
         """The comment block that opens the file (``header_comment.lua`` filled in)."""
-        renamed = "\n".join(f"--   {a:<34} {why}" for a, why in renamed_fields(self.name, self.name + "roce"))
+        renamed = "\n".join(f"--   {a:<34} {why}" for a, why in renamed_fields(
+            self.name, self.name + "roce", self.name + "csig"))
         return Template(lua_source("header_comment.lua")).substitute(
             version=__version__, name=self.name, port=self.port, ip_proto=UET_IP_PROTO,
-            roce_port=ROCE_UDP_PORT, renamed=renamed)
+            roce_port=ROCE_UDP_PORT, csig_ethertype=f"0x{CSIG_ETHERTYPE:04x}", renamed=renamed)
 
     def constants(self) -> str:
         """The generator's settings and the field kinds, as the Lua locals the hand-written parts use."""
@@ -401,6 +428,7 @@ class _Emitter:
             f"local GEN_PORT = {self.port}",
             f"local UET_IP_PROTO = {UET_IP_PROTO}",
             f"local ROCE_UDP_PORT = {ROCE_UDP_PORT}",
+            f"local CSIG_ETHERTYPE = 0x{CSIG_ETHERTYPE:04X}",
             f"local K = {{ {kinds} }}",
             "local K_RSVD, K_FLAG, K_UINT, K_INT, K_NUMX = K.K_RSVD, K.K_FLAG, K.K_UINT, K.K_INT, K.K_NUMX",
             "local K_U64, K_U64X, K_BYTES, K_BYTESX = K.K_U64, K.K_U64X, K.K_BYTES, K.K_BYTESX",
@@ -418,7 +446,7 @@ class _Emitter:
                "local F = {}"]
         for fd in self.plan.fields:
             s = fd.spec
-            pref = "PN" if fd.proto == "uet" else "RN"
+            pref = _NAME_VAR[fd.proto]
             key = f"{fd.proto}:{fd.suffix}"
             self.fid[id(fd)] = f"F[{_q(key)}]"
             abbr = f'{pref} .. {_q("." + fd.suffix)}'
@@ -433,23 +461,23 @@ class _Emitter:
             out.append(f"F[{_q(key)}] = ProtoField.{s.ctor}({args})")
         # header items, derived values and the rest
         seen_paths: list[tuple[str, str]] = []
-        for h in UET_HEADERS + ROCE_HEADERS:
+        for h in SCHEMA_HEADERS:
             pp = (proto_of(h), json_path(h))
-            if pp not in seen_paths:
+            if pp not in seen_paths and pp[1]:  # no path: the protocol's own item is the header's
                 seen_paths.append(pp)
         for pr, path in seen_paths:
-            pref = "PN" if pr == "uet" else "RN"
+            pref = _NAME_VAR[pr]
             out.append(f'F[{_q(pr + ":" + path)}] = ProtoField.none({pref} .. {_q("." + path)}, '
                        f'{_q(path + " header")})')
         derived: list[tuple[str, str, str]] = []
-        for h in UET_HEADERS + ROCE_HEADERS:
+        for h in SCHEMA_HEADERS:
             for d in h.derived:
-                key = f"{proto_of(h)}:{json_path(h)}.{d.name}"
+                key = f"{proto_of(h)}:{_suffix(json_path(h), d.name)}"
                 if all(k != key for k, _, _ in derived):
                     derived.append((key, d.name, f"{d.doc} [uet-facts {d.ref}]" if d.ref else d.doc))
         for key, name, doc in derived:
             pr, suffix = key.split(":", 1)
-            pref = "PN" if pr == "uet" else "RN"
+            pref = _NAME_VAR[pr]
             out.append(f'F[{_q(key)}] = ProtoField.uint32({pref} .. {_q("." + suffix)}, {_q(name)}, '
                        f'base.DEC, nil, nil, {_q(doc)})')
         return "\n".join(out)
@@ -457,7 +485,7 @@ class _Emitter:
     def headers(self) -> str:
         out = ["-- header layouts: one table per variant, chosen by if/else on the selector fields",
                "local H = {}"]
-        for h in UET_HEADERS + ROCE_HEADERS:
+        for h in SCHEMA_HEADERS:
             out.append(self._header(h))
         return "\n".join(out)
 
@@ -494,12 +522,14 @@ class _Emitter:
             lines.append("  } }")
         derived = []
         for d in h.derived:
-            key = f"{pr}:{json_path(h)}.{d.name}"
+            key = f"{pr}:{_suffix(json_path(h), d.name)}"
             derived.append(f"{{n={_q(d.name)}, a={_q(d.a)}, b={_q(d.b)}, neg={'true' if d.op == '-' else 'false'}, "
                            f"m={1 << d.bits}, f=F[{_q(key)}]}}")
         sizes = [v.size for v in vars_]
+        # a header without a JSON path below its protocol (the CSIG tag) is the protocol's own item
+        hf = f"F[{_q(pr + ':' + json_path(h))}]" if json_path(h) else f"proto_{pr}"
         lines.append(f"  H[{_q(h.key)}] = {{ key = {_q(h.key)}, title = {_q(h.title)}, ref = {_q(h.ref)}, "
-                     f"hf = F[{_q(pr + ':' + json_path(h))}], max = {max(sizes)}, vars = V,")
+                     f"hf = {hf}, max = {max(sizes)}, vars = V,")
         lines.append(f"    derived = {{ {', '.join(derived)} }},")
         lines.append("    choose = function(raw, have)")
         lines.extend(self._choose(h, by_key))
@@ -609,6 +639,8 @@ _KINDS = (("K_RSVD", K_RSVD), ("K_FLAG", K_FLAG), ("K_UINT", K_UINT), ("K_INT", 
 
 def generate_lua(port: int = UET_UDP_PORT, proto_name: str = "uet") -> str:
     """The Lua source of the dissector: UET on UDP ``port`` (a preference) and IP protocol 253,
-    RoCEv2 additions on UDP 4791. ``proto_name`` is the protocol (and field prefix) to register;
-    when Wireshark already has a protocol of that name, the script falls back to ``<name>ref``."""
+    RoCEv2 additions on UDP 4791, the CSIG tag (``<name>csig``) on the EtherType
+    :data:`uet.cms.csig.CSIG_ETHERTYPE` (a preference).
+    ``proto_name`` is the protocol (and field prefix) to register; when Wireshark already has a
+    protocol of that name, the script falls back to ``<name>ref``."""
     return _Emitter(port, proto_name).render()

@@ -1,7 +1,7 @@
 --! Hand-written part of the dissector written by `uet wireshark` (uet/wireshark/lua.py), copied
 --! verbatim after the generated constants (GEN_NAME, GEN_PORT, UET_IP_PROTO, ROCE_UDP_PORT, K_*):
 --! bit operations for Lua 5.2-5.4, CRC-32C / CRC-32, readers of bit fields in raw header bytes, and
---! the registration of the three protocols. Lines starting with "--!" are notes about this file and
+--! the registration of the four protocols. Lines starting with "--!" are notes about this file and
 --! are not copied into the output.
 -- bit operations: bit32 on Lua 5.2 (Wireshark 4.0-4.2), native operators on Lua 5.3/5.4
 local band, bxor, rshift
@@ -130,6 +130,7 @@ end
 local proto, PN = new_proto({ GEN_NAME, GEN_NAME .. "ref" }, "Ultra Ethernet Transport, uet reference dissector")
 local proto_ip = new_proto({ PN .. "ip", PN .. "ipref" }, "UET over IP, uet reference dissector")
 local proto_roce, RN = new_proto({ GEN_NAME .. "roce", GEN_NAME .. "refroce" }, "RoCEv2 additions, uet reference dissector")
+local proto_csig, CN = new_proto({ GEN_NAME .. "csig", GEN_NAME .. "refcsig" }, "CSIG congestion-signalling tag, uet reference dissector")
 local REG_NOTE = nil
 if PN ~= GEN_NAME then
   REG_NOTE = "registered as '" .. PN .. "' (fields " .. PN .. ".*): the name '" .. GEN_NAME ..

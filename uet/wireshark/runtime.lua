@@ -23,15 +23,18 @@ F["roce:icrc.value"] = ProtoField.uint32(RN .. ".icrc.value", "icrc.value", base
 F["roce:icrc.ok"] = ProtoField.bool(RN .. ".icrc.ok", "icrc.ok", base.NONE, nil, nil, "ICRC verifies")
 F["roce:aeth.syndrome_name"] = ProtoField.string(RN .. ".aeth.syndrome_name", "syndrome_name")
 
-local uet_fields, roce_fields = {}, {}
+-- every field goes to the protocol its key names ("uet:", "roce:", "csig:")
+local proto_fields = { uet = {}, roce = {}, csig = {} }
 local fkeys = {}
 for k in pairs(F) do fkeys[#fkeys + 1] = k end
 table.sort(fkeys)
 for _, k in ipairs(fkeys) do
-  if k:sub(1, 4) == "uet:" then uet_fields[#uet_fields + 1] = F[k] else roce_fields[#roce_fields + 1] = F[k] end
+  local list = proto_fields[k:match("^(%a+):")]
+  list[#list + 1] = F[k]
 end
-proto.fields = uet_fields
-proto_roce.fields = roce_fields
+proto.fields = proto_fields.uet
+proto_roce.fields = proto_fields.roce
+proto_csig.fields = proto_fields.csig
 
 local EF = {
   bad_crc = ProtoExpert.new(PN .. ".expert.bad_crc", "bad CRC", expert.group.CHECKSUM, expert.severity.ERROR),
@@ -211,4 +214,18 @@ end
 local function name_or_num(tbl, x)
   if x == nil then return "?" end
   return (tbl and tbl[x]) or fmt("0x%02X", x)
+end
+
+-- One dissector in one table under the key a preference holds (the CSIG EtherType): re-registered
+-- when the preference changes, so the caller keeps no state of its own.
+local function preference_registrar(table_name, p, key)
+  local tbl = DissectorTable.get(table_name)
+  local current = 0
+  return function()
+    local k = key()
+    if k == current then return end
+    if current ~= 0 then tbl:remove(current, p) end
+    current = k
+    if k ~= 0 then tbl:add(k, p) end
+  end
 end
