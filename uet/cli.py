@@ -1,38 +1,35 @@
-"""The ``uet`` command line: one subcommand per job (``uet decode`` for now)."""
+"""The ``uet`` command line: one subcommand per job (``uet decode``, ``uet analyze`` ...)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import UET_UDP_PORT, __version__, cliargs
 
 
-def _json_dumps():
-    """Compact JSON of one frame: orjson when installed (5x faster), the standard library for
-    integers wider than 64 bits (128-bit SES fields), which orjson refuses."""
+def _json_encoders() -> tuple[Any, Any]:
+    """(fast, exact): compact JSON of one frame as bytes. ``fast`` is orjson when installed (5x
+    faster), ``exact`` the standard library, for what orjson refuses with a TypeError: integers
+    wider than 64 bits (128-bit SES fields)."""
     std = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+
+    def exact(obj: object) -> bytes:
+        return std(obj).encode()
+
     try:
         import orjson
     except ImportError:
-        return std
-    fast = orjson.dumps
-
-    def dumps(obj: object) -> str:
-        try:
-            return fast(obj).decode()
-        except TypeError:
-            return std(obj)
-
-    return dumps
+        return exact, exact
+    return orjson.dumps, exact
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
     from .capture.frame import DecodeConfig, decode_frame
     from .capture.pcap import CaptureError, CaptureStopped, read_frames
-    from .capture.tree import frame_tree
     from .wire.schema import Options
 
     cfg = DecodeConfig(
@@ -43,25 +40,57 @@ def _cmd_decode(args: argparse.Namespace) -> int:
                      mswap_cswap_ext=args.mswap_cswap_ext),
     )
     out = sys.stdout
-    dumps = _json_dumps()
-    chunk: list[str] = []
-    n = 0
+    binary = getattr(out, "buffer", None)  # JSON Lines go out as bytes where stdout takes them
+    chunk: list[Any] = []
+
+    def flush() -> None:
+        if args.json:
+            data = b"\n".join(chunk) + b"\n"
+            if binary is not None:
+                binary.write(data)
+            else:
+                out.write(data.decode())
+        else:
+            out.write("\n".join(chunk) + "\n")
+        chunk.clear()
+
     try:
-        for n, (linktype, raw, _ts) in enumerate(read_frames(args.file), 1):
-            res = decode_frame(linktype, raw, n, cfg)
-            chunk.append(dumps(res.obj) if args.json else frame_tree(res, len(raw)) + "\n")
-            if len(chunk) >= 512:
-                out.write("\n".join(chunk) + "\n")
-                chunk.clear()
+        if args.json:
+            from .capture.quick import QuickDecoder
+
+            quick = QuickDecoder(cfg)  # the plain frames; the others go to the reference
+            dumps, exact = _json_encoders()
+            out.flush()
+            for n, (linktype, raw, _ts) in enumerate(read_frames(args.file), 1):
+                obj = quick(linktype, raw, n)
+                if obj is None:
+                    obj = decode_frame(linktype, raw, n, cfg).obj
+                try:
+                    chunk.append(dumps(obj))
+                except TypeError:
+                    chunk.append(exact(obj))
+                if len(chunk) >= 1024:
+                    flush()
+        else:
+            from .capture.tree import frame_tree
+
+            for n, (linktype, raw, _ts) in enumerate(read_frames(args.file), 1):
+                chunk.append(frame_tree(decode_frame(linktype, raw, n, cfg), len(raw)) + "\n")
+                if len(chunk) >= 512:
+                    flush()
     except CaptureError as exc:
         if chunk:
-            out.write("\n".join(chunk) + "\n")
+            flush()
+        if binary is not None:
+            binary.flush()
         out.flush()
         print(f"uet decode: {exc}", file=sys.stderr)
         # A damaged record after a readable header is still a file that could be read (design.md).
         return 0 if isinstance(exc, CaptureStopped) else 2
     if chunk:
-        out.write("\n".join(chunk) + "\n")
+        flush()
+    if binary is not None:
+        binary.flush()
     out.flush()
     return 0
 
@@ -86,13 +115,39 @@ def _cmd_wireshark(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .cms.csig import CSIG_ETHERTYPE
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from .analyze.command import run
 
+    return run(args)
+
+
+#: the subcommands declared here; the others register themselves (``register(subparsers)``)
+_OWN = ("decode", "wireshark", "analyze")
+_REGISTER_MODULES = ("sim.command", "io.command", "fabric.command", "demo.command")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole ``uet`` parser; with ``command`` (one of :data:`_OWN`), one that knows that
+    subcommand alone, so that running it imports nothing else: the simulator, the PDS, the
+    fabric and trio are imported only by the subcommands that need them."""
     parser = cliargs.Parser(
         prog="uet", description="Ultra Ethernet Transport (UEC 1.0.x) reference implementation.")
     parser.add_argument("--version", action="version", version=f"uet {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if command in (None, "decode"):
+        _add_decode(sub)
+    if command in (None, "wireshark"):
+        _add_wireshark(sub)
+    if command in (None, "analyze"):
+        _add_analyze(sub)
+    if command is None:
+        for module in _REGISTER_MODULES:
+            importlib.import_module(f"{__package__}.{module}").register(sub)
+    return parser
+
+
+def _add_decode(sub: Any) -> None:
+    from .capture.frame import CSIG_ETHERTYPE
 
     dec = sub.add_parser("decode", help="decode UET and RoCEv2 frames of a pcap/pcapng file",
                          description="Decode every frame of a pcap or pcapng capture (Ethernet, raw IP, "
@@ -119,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                           f"uet-facts E.4 fixes none (default 0x{CSIG_ETHERTYPE:04x})")
     dec.set_defaults(func=_cmd_decode)
 
+
+def _add_wireshark(sub: Any) -> None:
     ws = sub.add_parser("wireshark", help="write the Lua dissector generated from the header schema",
                         description="Generate a Wireshark Lua dissector for UET (UDP port and IP "
                                     "protocol 253) and the RoCEv2 additions, from the same header "
@@ -130,26 +187,34 @@ def build_parser() -> argparse.ArgumentParser:
                     help="protocol name to register; falls back to 'uetref' when taken (default uet)")
     ws.set_defaults(func=_cmd_wireshark)
 
-    from .sim.command import register as register_sim
 
-    register_sim(sub)
-
-    from .io.command import register as register_io
-
-    register_io(sub)
-
-    from .fabric.command import register as register_fabric
-
-    register_fabric(sub)
-
-    from .demo.command import register as register_demo
-
-    register_demo(sub)
-    return parser
+def _add_analyze(sub: Any) -> None:
+    an = sub.add_parser("analyze", help="read a capture as a conversation: PDCs, retransmissions, "
+                                        "NACKs, trims, violations; a ladder diagram",
+                        description="Find the UET frames of a pcap/pcapng capture (every link type "
+                                    "uet decode reads; any UDP port: a payload that decodes as UET "
+                                    "with a verifying CRC trailer, or that belongs to a PDC so "
+                                    "found), group them into PDCs and report what the capture "
+                                    "shows of each. --json prints one object: totals (frames, "
+                                    "pdc_count, retransmissions, spurious_retransmissions, "
+                                    "trimmed, nacks, violations ...) and pdcs, the list of PDCs "
+                                    "(the count is pdc_count). Exit status 0 whenever the file "
+                                    "could be read, 2 when it cannot.")
+    an.add_argument("file", help="capture file, or - for stdin")
+    an.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    an.add_argument("--port", type=cliargs.port, action="append", metavar="PORT",
+                    help="only these UDP ports carry UET (repeatable; default: found on any port)")
+    an.add_argument("--ladder", metavar="PDC",
+                    help="print a ladder diagram of one PDC: its index in the report (1, 2 ...) "
+                         "or ADDR:PDCID of either end")
+    an.add_argument("--svg", metavar="OUT.svg", help="with --ladder: also write it as SVG")
+    an.set_defaults(func=_cmd_analyze)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    # the subcommand is the first word (options before it are the parser's own: --help, --version)
+    parser = build_parser(words[0] if words and words[0] in _OWN else None)
     return cliargs.parse_and_run(parser, argv, lambda args: _run(parser, args))
 
 

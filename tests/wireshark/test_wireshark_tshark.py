@@ -2,7 +2,9 @@
 equals ``uet decode --json`` for the same frame (values, enum names, flags, signed and 64-bit values,
 derived values, CRC/ICRC), and its expert infos are the decoder's problems.
 
-One tshark run (PDML) per capture and preference set; every comparison of that file uses it.
+One tshark run (PDML) per capture and preference set; every comparison of that file uses it. Any
+Wireshark with Lua will do (wshelpers.tshark_env): the plugin's protocol is ``uetref`` where the
+build has its own ``uet``, and tshark runs unprivileged where root would make it skip the script.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from wshelpers import (  # noqa: E402
-    CAPTURES, INTEROP, NEEDS_TSHARK, TSHARK, compare, lua_file, run_tshark, stderr_problems,
-    uet_decode_json,
+    CAPTURES, INTEROP, NEEDS_TSHARK, compare, lua_file, plugin_name, run_tshark, stderr_problems,
+    tshark_env, tshark_proc, uet_decode_json,
 )
 
 from uet.wire.schema import Options  # noqa: E402
@@ -33,8 +35,14 @@ FILES = sorted(CAPTURES.glob("*.pcap")) + sorted(INTEROP.glob("*/*.pcap"))
 NOT_DISSECTED = {("bad.pcap", 13)}
 
 
+def _prefs(*names: str) -> tuple[str, ...]:
+    """Preferences of the plugin under the name it registered (``uet.trailer:crc``)."""
+    return tuple(f"{plugin_name()}.{n}" for n in names)
+
+
 def _check_file(pcap: Path, lua: Path, prefs: tuple[str, ...] = (), cli_args: tuple[str, ...] = (),
-                opts: Options | None = None, pn: str = "uet", scripts: tuple[Path, ...] = ()) -> None:
+                opts: Options | None = None, pn: str | None = None, scripts: tuple[Path, ...] = ()) -> None:
+    pn = pn or plugin_name()
     run = run_tshark(pcap, [*scripts, lua], prefs, own=(pn, "uetroce"))
     assert run.returncode == 0, run.stderr
     assert stderr_problems(run.stderr) == [], run.stderr
@@ -57,12 +65,14 @@ def _check_file(pcap: Path, lua: Path, prefs: tuple[str, ...] = (), cli_args: tu
     assert not failures, "\n".join(failures)
 
 
-def test_tshark_has_lua_and_runs_scripts_as_root(lua_file):
-    out = subprocess.run([TSHARK, "-v"], capture_output=True, text=True).stdout
-    assert "with Lua" in out
-    # Debian's init.lua sets run_user_scripts_when_superuser = true, so -X lua_script works as root
+def test_tshark_has_lua_and_runs_the_script(lua_file):
+    """Whatever its version prints and whoever runs it: as root, tshark honours -X lua_script only
+    when its init.lua sets run_user_scripts_when_superuser (Debian's does); else tshark_proc runs it
+    unprivileged."""
+    env = tshark_env()
+    assert env.version.lua is not None and env.version.lua[0] == 5
     run = run_tshark(CAPTURES / "uet_pds.pcap", [lua_file])
-    assert all("uet" in p.protos for p in run.packets)
+    assert run.packets and all(plugin_name() in p.protos for p in run.packets)
 
 
 @pytest.mark.parametrize("pcap", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
@@ -72,18 +82,18 @@ def test_fields_equal_uet_decode(pcap, lua_file):
 
 def test_trailer_crc_mode(lua_file, tmp_path):
     for name in ("bad.pcap", "uet_pds.pcap"):
-        _check_file(CAPTURES / name, lua_file, prefs=("uet.trailer:crc",), cli_args=("--trailer", "crc"))
+        _check_file(CAPTURES / name, lua_file, prefs=_prefs("trailer:crc"), cli_args=("--trailer", "crc"))
 
 
 def test_trailer_none_mode(lua_file):
-    _check_file(CAPTURES / "uet_flows.pcap", lua_file, prefs=("uet.trailer:none",),
+    _check_file(CAPTURES / "uet_flows.pcap", lua_file, prefs=_prefs("trailer:none"),
                 cli_args=("--trailer", "none"))
 
 
 def test_decoder_options_as_preferences(lua_file):
     """XDP2's shorter ACK_CCX/NACK_CCX, use_rsv_pdc at bit 83 and MSWAP with the compare-swap
     extension, set as Wireshark preferences and as uet decode options."""
-    prefs = ("uet.ccx_layout:xdp2", "uet.rsv_pdc_bit:83", "uet.mswap_cswap_ext:TRUE")
+    prefs = _prefs("ccx_layout:xdp2", "rsv_pdc_bit:83", "mswap_cswap_ext:TRUE")
     args = ("--ccx-layout", "xdp2", "--rsv-pdc-bit", "83", "--mswap-cswap-ext")
     opts = Options(ccx_layout="xdp2", rsv_pdc_bit=83, mswap_cswap_ext=True)
     for pcap in (INTEROP / "xdp2" / "uet_pds.pcap", INTEROP / "xdp2" / "uet_ses.pcap",
@@ -92,16 +102,20 @@ def test_decoder_options_as_preferences(lua_file):
 
 
 def test_coexists_with_a_builtin_uet_dissector(tmp_path, lua_file):
-    """Newer Wireshark builds have a built-in "uet" protocol: the plugin registers as "uetref"."""
-    builtin = tmp_path / "builtin_uet.lua"
-    builtin.write_text(
-        'local p = Proto("uet", "Ultra Ethernet Transport")\n'
-        'p.fields = { ProtoField.uint32("uet.pds.psn", "PSN") }\n'
-        "function p.dissector(tvb, pinfo, tree) tree:add(p, tvb()) end\n"
-        'DissectorTable.get("udp.port"):add(4793, p)\n', encoding="utf-8")
-    _check_file(CAPTURES / "uet_pds.pcap", lua_file, pn="uetref", scripts=(builtin,),
+    """Newer Wireshark builds have a built-in "uet" protocol: the plugin registers as "uetref".
+    Where this tshark has none, a stand-in script plays the built-in one."""
+    scripts: tuple[Path, ...] = ()
+    if plugin_name() == "uet":
+        builtin = tmp_path / "builtin_uet.lua"
+        builtin.write_text(
+            'local p = Proto("uet", "Ultra Ethernet Transport")\n'
+            'p.fields = { ProtoField.uint32("uet.pds.psn", "PSN") }\n'
+            "function p.dissector(tvb, pinfo, tree) tree:add(p, tvb()) end\n"
+            'DissectorTable.get("udp.port"):add(4793, p)\n', encoding="utf-8")
+        scripts = (builtin,)
+    _check_file(CAPTURES / "uet_pds.pcap", lua_file, pn="uetref", scripts=scripts,
                 prefs=("uetref.trailer:auto",))
-    run = run_tshark(CAPTURES / "uet_pds.pcap", [builtin, lua_file], own=("uetref",))
+    run = run_tshark(CAPTURES / "uet_pds.pcap", [*scripts, lua_file], own=("uetref",))
     note = run.packets[0].fields["uetref.note"][0]["show"]
     assert "registered as 'uetref'" in note and "'uet' is taken" in note
 
@@ -116,20 +130,18 @@ def test_other_name_and_port(tmp_path):
 
 
 def test_info_column_and_expert_summary(lua_file):
-    out = subprocess.run([TSHARK, "-n", "-r", str(CAPTURES / "uet_flows.pcap"), "-X", f"lua_script:{lua_file}"],
-                         capture_output=True, text=True).stdout.splitlines()
+    out = tshark_proc(CAPTURES / "uet_flows.pcap", [lua_file], output=None).stdout.splitlines()
     assert "RUD_REQ PSN=65536 SYN SEND SOM EOM" in out[0]
     assert "ACK_CC CACK=65537 ACK=65537 SACK base=65539" in out[2]
     assert out[4].rstrip().endswith("[trimmed]")
     assert "NACK TRIMMED PSN=65539" in out[5]
-    roce = subprocess.run([TSHARK, "-n", "-r", str(CAPTURES / "roce.pcap"), "-X", f"lua_script:{lua_file}"],
-                          capture_output=True, text=True).stdout.splitlines()
+    roce = tshark_proc(CAPTURES / "roce.pcap", [lua_file], output=None).stdout.splitlines()
     assert "RoCEv2 CNP QP=0x000011 BECN" in roce[29]
 
 
 def test_sack_bitmap_as_psns(lua_file):
     run = run_tshark(CAPTURES / "uet_pds.pcap", [lua_file])
-    psns = [int(a["show"]) for a in run.packets[9].fields["uet.pds.sack_bitmap.psn"]]
+    psns = [int(a["show"]) for a in run.packets[9].fields[f"{plugin_name()}.pds.sack_bitmap.psn"]]
     # first item is the count; base = 4294967290 - 4 (mod 2**32), bits 0, 1, 5 and 63
     assert psns == [4, 4294967286, 4294967287, 4294967291, (4294967286 + 63) % 2**32]
 
@@ -174,6 +186,41 @@ def test_truncated_ack_cc_keeps_its_fields(tmp_path, lua_file, cut):
     objs = uet_decode_json(pcap)
     assert objs[0]["uet"]["pds"].get("ack_psn_offset") == 5
     _check_file(pcap, lua_file)
+
+
+def test_response_with_a_request_opcode(tmp_path, lua_file):
+    """D.7: a SES response header (RUDI response, ACK, NACK) whose opcode is a request opcode gets
+    the same problem in tshark (an expert info) as in uet decode; response opcodes 0-3 (2 is
+    RESPONSE_W_DATA) do not."""
+    from uet.wire import build as B
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from make_captures import pcap_bytes
+
+    rsp = {"return_code": 1, "job_id": 0xABCD}
+    rudi = {"type": 5, "pkt_id": 0x1234}
+    ack = {"type": 7, "cack_psn": 1000, "spdcid": 0x11, "dpdcid": 0x22}
+    nack = {"type": 10, "nack_code": 1, "nack_psn": 1000, "spdcid": 0x11, "dpdcid": 0x22}
+    cases = [
+        (rudi, 4, 0x05, "ses.rsp: opcode = 5 (0x5) is the request opcode SEND (D.1), not a response opcode (D.7)"),
+        (ack, 4, 0x0C, "ses.rsp: opcode = 12 (0xC) is the request opcode DEFERRABLE_RTR (D.1), "
+                       "not a response opcode (D.7)"),
+        (ack, 5, 0x04, "ses.rsp_data: opcode = 4 (0x4) is the request opcode FETCHING_ATOMIC (D.1), "
+                       "not a response opcode (D.7)"),
+        (nack, 6, 0x0F, "ses.rsp_data_small: opcode = 15 (0xF) is the request opcode MSG_ERROR (D.1), "
+                        "not a response opcode (D.7)"),
+        (rudi, 4, 0x02, None),
+        (ack, 4, 0x01, None),
+    ]
+    pcap = tmp_path / "d7.pcap"
+    pcap.write_bytes(pcap_bytes([B.udp_frame(B.uet_bytes(dict(pds, next_hdr=nh), dict(rsp, opcode=op)))
+                                 for pds, nh, op, _ in cases]))
+    _check_file(pcap, lua_file)  # fields equal, problems == expert infos
+    run = run_tshark(pcap, [lua_file])
+    for pkt, (_, _, _, want) in zip(run.packets, cases):
+        assert [m for _, m in pkt.experts] == ([want] if want else [])
+        if want:
+            assert pkt.experts[0][0] == f"{plugin_name()}.expert.protocol"
 
 
 def _random_frames(seed: int, count: int) -> list[bytes]:
@@ -235,7 +282,7 @@ def test_low_entropy_port_owned_by_another_protocol(tmp_path, lua_file):
     pcap.write_bytes(pcap_bytes([B.udp_frame(B.uet_bytes(rud(1), ses_std(5, request_length=4), None,
                                                          b"abcd"), sport=4305)]))
     plain = run_tshark(pcap, [lua_file])
-    assert "uet" not in plain.packets[0].protos
+    assert plugin_name() not in plain.packets[0].protos
     _check_file(pcap, lua_file, prefs=("udp.try_heuristic_first:TRUE",))
 
 

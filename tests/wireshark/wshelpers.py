@@ -4,6 +4,7 @@ compare it field by field with ``uet decode --json``."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import io
 import json
@@ -11,10 +12,11 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 import pytest
 
@@ -24,6 +26,7 @@ from uet.wire import uet_headers as U
 from uet.wire.codec import codec
 from uet.wire.schema import Options
 from uet.wireshark import lua as L
+from uet.wireshark.tshark import Tshark, probe, tshark_command
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "captures"
@@ -73,15 +76,58 @@ class TsharkRun:
     pdml: str
 
 
+@functools.lru_cache(maxsize=None)
+def tshark_env() -> Tshark:
+    """The tshark on PATH as :func:`uet.wireshark.tshark.probe` finds it: version, Lua, whether it
+    runs user scripts as root, whether it has a built-in ``uet`` (then the plugin is ``uetref``)."""
+    return probe(TSHARK)
+
+
+def plugin_name() -> str:
+    """``uet``, or ``uetref`` in a tshark with a built-in ``uet`` dissector."""
+    return tshark_env().name
+
+
+@contextlib.contextmanager
+def _readable_by(run_as: tuple[int, int] | None, paths: Sequence[Path | str]) -> Iterator[list[str]]:
+    """The paths as they are, or (when tshark runs as another user) copies in a world-readable
+    temporary folder: pytest's folders are private to root."""
+    if run_as is None:
+        yield [str(p) for p in paths]
+        return
+    with tempfile.TemporaryDirectory(prefix="uet-tshark-") as tmp:
+        Path(tmp).chmod(0o755)
+        out = []
+        for i, p in enumerate(paths):
+            dst = Path(tmp) / f"{i}-{Path(p).name}"
+            shutil.copyfile(p, dst)
+            dst.chmod(0o644)
+            out.append(str(dst))
+        yield out
+
+
+def tshark_proc(pcap: Path | str, scripts: Sequence[Path | str], prefs: Sequence[str] = (),
+                output: str | None = "pdml", extra: Sequence[str] = (),
+                run_as: tuple[int, int] | None | str = "auto") -> subprocess.CompletedProcess:
+    """tshark over ``pcap`` with ``scripts`` loaded, on whatever Wireshark is installed: as an
+    unprivileged user when this build ignores ``-X lua_script`` for root (``run_as="auto"``), and
+    skipped (with what to do) when that is impossible."""
+    env = tshark_env()
+    why = env.usable
+    if why:
+        pytest.skip(why)
+    who = env.run_as if run_as == "auto" else run_as
+    with _readable_by(who, [pcap, *scripts]) as paths:  # type: ignore[arg-type]
+        cmd = tshark_command(paths[0], paths[1:], output=output, tshark=env.exe, prefs=prefs,
+                             run_as=who)  # type: ignore[arg-type]
+        return subprocess.run(cmd + list(extra), capture_output=True, text=True, timeout=300)
+
+
 def run_tshark(pcap: Path | str, scripts: list[Path | str], prefs: tuple[str, ...] = (),
-               own: tuple[str, ...] = ("uet", "uetroce")) -> TsharkRun:
-    cmd = [TSHARK or "tshark", "-n", "-r", str(pcap)]
-    for s in scripts:
-        cmd += ["-X", f"lua_script:{s}"]
-    for p in prefs:
-        cmd += ["-o", p]
-    cmd += ["-T", "pdml"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+               own: tuple[str, ...] | None = None,
+               run_as: tuple[int, int] | None | str = "auto") -> TsharkRun:
+    own = own if own is not None else (plugin_name(), "uetroce")
+    proc = tshark_proc(pcap, scripts, prefs, run_as=run_as)
     return TsharkRun(parse_pdml(proc.stdout, own), proc.stderr, proc.returncode, proc.stdout)
 
 

@@ -44,7 +44,7 @@ class Variant:
         self.size = bits // 8
         self.names = tuple(p.name for p in placed)
         self._dec: Callable[[int], dict[str, Any]] = _compile_decoder(placed, bits)
-        self._enc: Callable[[Mapping[str, Any]], int] = _compile_encoder(header.key, placed, bits)
+        self._enc: Callable[[Mapping[str, Any]], int] | None = None  # compiled on first use
         self.enum_fields = tuple(p for p in placed if p.field.enum is not None)
         self.reserved = tuple(p for p in placed if p.field.reserved)
         self._reserved_names = tuple(p.name for p in self.reserved)
@@ -52,8 +52,11 @@ class Variant:
                                   for p in self.enum_fields)
         self.to_json: Callable[[Mapping[str, Any]], dict[str, Any]] = _compile_json(header, placed)
 
-    def problems(self, fields: Mapping[str, Any]) -> list[str]:
-        """Reserved bits that are set and enum values nobody defined (whole headers only)."""
+    def problems(self, fields: Mapping[str, Any],
+                 unknown: Callable[[str, str, int], str | None] | None = None) -> list[str]:
+        """Reserved bits that are set and enum values nobody defined (whole headers only).
+        ``unknown(header key, field, value)`` may word an undefined enum value more precisely
+        (the packet chain's D.7 check); when it returns None the generic note stands."""
         out: list[str] = []
         for n in self._reserved_names:
             if fields[n]:
@@ -61,7 +64,8 @@ class Variant:
         for n, known, enum in self._enum_checks:
             v = fields[n]
             if v not in known and enum.symbol(v) is None:
-                out.append(f"{self.header.key}: {n} = {v} (0x{v:X}) is not a known {enum.name} value")
+                better = unknown(self.header.key, n, v) if unknown is not None else None
+                out.append(better or f"{self.header.key}: {n} = {v} (0x{v:X}) is not a known {enum.name} value")
         return out
 
     def _reserved_problem(self, name: str, value: int) -> list[str]:
@@ -72,6 +76,8 @@ class Variant:
         return self._dec(value)
 
     def encode_int(self, fields: Mapping[str, Any]) -> int:
+        if self._enc is None:  # decoding alone (uet decode) never needs it
+            self._enc = _compile_encoder(self.header.key, self.placed, self.size * 8)
         return self._enc(fields)
 
 

@@ -183,9 +183,11 @@ def _tile(parts: Sequence[tuple[Layout, Sequence[str]]]
     return fields, units, total
 
 
-def _compile_reader(parts: Sequence[tuple[Layout, Sequence[str]]]) -> Callable[..., tuple]:
-    """Tile the bytes holding the wanted fields into struct words (1/2/4/8 bytes, else raw bytes
-    read with ``int.from_bytes``) and generate one unpack plus one expression per field."""
+def reader_source(parts: Sequence[tuple[Layout, Sequence[str]]]) -> tuple[str, list[str], list[str]]:
+    """What :func:`chain_reader` compiles, in pieces, for code that reads the fields inline:
+    (struct format, the lines that unpack ``b`` at ``o`` into the words ``u0, u1, ...``, one
+    expression of those words per named field, in order). The format's ``unpack_from`` is
+    called ``_unpack`` and ``int.from_bytes`` ``_from_bytes`` in the lines."""
     fields, units, total = _tile(parts)
     fmt = [">"]
     pos = 0
@@ -205,7 +207,7 @@ def _compile_reader(parts: Sequence[tuple[Layout, Sequence[str]]]) -> Callable[.
             fmt.append(c)
         else:
             fmt.append(f"{size}s")
-            conv.append(f"    u{i} = _from_bytes(u{i}, 'big')")
+            conv.append(f"u{i} = _from_bytes(u{i}, 'big')")
         for j in inside:
             o, e, f = fields[j]
             shift = eb * 8 - e
@@ -222,15 +224,21 @@ def _compile_reader(parts: Sequence[tuple[Layout, Sequence[str]]]) -> Callable[.
             exprs[j] = expr
         pos = eb
     unpack = ", ".join(f"u{i}" for i in range(len(units))) + ","
-    src = ["def _read(b, o=0):", f"    {unpack} = _unpack(b, o)", *conv,
+    return "".join(fmt), [f"{unpack} = _unpack(b, o)", *conv], exprs
+
+
+def _compile_reader(parts: Sequence[tuple[Layout, Sequence[str]]]) -> Callable[..., tuple]:
+    """Tile the bytes holding the wanted fields into struct words (1/2/4/8 bytes, else raw bytes
+    read with ``int.from_bytes``) and generate one unpack plus one expression per field."""
+    fmt, lines, exprs = reader_source(parts)
+    src = ["def _read(b, o=0):", *(f"    {line}" for line in lines),
            "    return (" + ", ".join(exprs) + ",)"]
-    ns: dict[str, Any] = {"_unpack": struct.Struct("".join(fmt)).unpack_from,
-                          "_from_bytes": int.from_bytes}
+    ns: dict[str, Any] = {"_unpack": struct.Struct(fmt).unpack_from, "_from_bytes": int.from_bytes}
     keys = "+".join(lay.variant.header.key for lay, _ in parts)
     exec(compile("\n".join(src) + "\n", f"<uet.wire.fast reader {keys}>", "exec"), ns)
     fn = ns["_read"]
     fn.source = "\n".join(src)  # type: ignore[attr-defined]
-    fn.format = "".join(fmt)  # type: ignore[attr-defined]
+    fn.format = fmt  # type: ignore[attr-defined]
     return fn
 
 

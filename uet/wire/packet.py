@@ -11,12 +11,12 @@ does not fit is reported in ``problems`` and ``error`` rather than raised.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .. import native
 from . import uet_headers as U
 from .codec import Codec, codec
-from .enums import PDS_TYPE, aeth_syndrome_name
+from .enums import PDS_TYPE, RSP_OPCODE, SES_OPCODE, aeth_syndrome_name
 from .render import header_json
 from .roce_headers import BTH, extension_headers
 from .schema import DEFAULT_OPTIONS, Header, Options
@@ -41,8 +41,10 @@ class Decoded:
 
 
 def _take(d: Decoded, h: Header, buf: bytes, off: int, into: dict[str, Any], key: str,
-          opts: Options) -> tuple[dict[str, Any], int] | None:
-    """Decode ``h`` at ``off`` into ``into[key]``; on a short buffer keep the whole fields and stop."""
+          opts: Options, unknown: Callable[[str, str, int], str | None] | None = None
+          ) -> tuple[dict[str, Any], int] | None:
+    """Decode ``h`` at ``off`` into ``into[key]``; on a short buffer keep the whole fields and stop.
+    ``unknown`` words undefined enum values more precisely (see :meth:`Variant.problems`)."""
     c = codec(h)
     fields, size, var = c.decode_any(buf, off, opts)
     d.headers.append((c, fields))
@@ -51,7 +53,7 @@ def _take(d: Decoded, h: Header, buf: bytes, off: int, into: dict[str, Any], key
         d.stop(f"{h.key}: truncated: needs {size} bytes, {max(len(buf) - off, 0)} left")
         return None
     into[key] = var.to_json(fields)
-    probs = var.problems(fields)
+    probs = var.problems(fields, unknown)
     if probs:
         d.problems.extend(probs)
     return fields, size
@@ -144,13 +146,25 @@ def _decode_uet_chain(d: Decoded, pkt: bytes, off: int, opts: Options) -> None:
     uet["payload_len"] = max(len(pkt) - off, 0)
 
 
+def response_opcode_problem(key: str, name: str, value: int) -> str | None:
+    """D.7: the opcode of a SES response header (next_hdr 4, 5, 6, whatever PDS type carries it:
+    a RUDI response, an ACK, a NACK) that is no response opcode but a request opcode (D.1), e.g.
+    SEND (5) in a RUDI response. Only values D.7 leaves undefined get here: 0-3 are response opcodes
+    (2 is RESPONSE_W_DATA), 0x30-0x3F vendor ones."""
+    if name != "opcode" or RSP_OPCODE.symbol(value) is not None or value not in SES_OPCODE.table:
+        return None
+    return (f"{key}: opcode = {value} (0x{value:X}) is the request opcode {SES_OPCODE.table[value]} "
+            f"(D.1), not a response opcode (D.7)")
+
+
 def _decode_ses(d: Decoded, pkt: bytes, off: int, nh: int, ptype: int, opts: Options) -> int:
     uet = d.layer
     sh = U.SES_BY_NEXT_HDR.get(nh)
     if sh is None:
         d.stop(f"pds: next_hdr {nh} is reserved (B.2); the rest is not decoded")
         return off
-    got = _take(d, sh, pkt, off, uet, "ses", opts)
+    # responses (next_hdr 4-6) are decoded here and nowhere else: the D.7 opcode check
+    got = _take(d, sh, pkt, off, uet, "ses", opts, None if nh in (1, 2, 3) else response_opcode_problem)
     if got is None:
         return len(pkt)
     ses, size = got

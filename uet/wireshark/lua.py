@@ -607,6 +607,8 @@ class _Emitter:
             f"local CSWAP_AMO_OPCODES = {lua_set(U.CSWAP_AMO_OPCODES)}",
             f"local MSWAP_AMO_OPCODE = {U.MSWAP_AMO_OPCODE}",
             f"local RENDEZVOUS_OPCODES = {lua_set(U.RENDEZVOUS_OPCODES)}",
+            "local REQUEST_OPCODE_NAMES = { " + ", ".join(
+                f"[{v}] = {_q(n)}" for v, n in sorted(EN.SES_OPCODE.table.items())) + " }",
             f"local CRC_TRAILER_LEN = {U.CRC_TRAILER_LEN}",
             f"local TSS_ICV_LEN = {U.TSS_ICV_LEN}",
             f"local CNP_OPCODE = {EN.CNP_OPCODE}",

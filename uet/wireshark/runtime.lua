@@ -86,8 +86,10 @@ local function report(item, ef, range, msg, probs)
 end
 
 -- Add one header at off, reading no further than limit. Returns values (nil when truncated),
--- the header's size, its tree item, the values read, the field items by name.
-local function add_header(h, tvb, off, limit, parent, E, probs)
+-- the header's size, its tree item, the values read, the field items by name. unknown (optional):
+-- function(header key, field, value) that words an undefined enum value more precisely (a
+-- protocol violation), or returns nil for the generic note (uet/wire/codec.py Variant.problems).
+local function add_header(h, tvb, off, limit, parent, E, probs, unknown)
   local have = max(limit - off, 0)
   local raw = have > 0 and tvb:raw(off, min(have, h.max)) or ""
   local var = h.choose(raw, have)
@@ -151,7 +153,12 @@ local function add_header(h, tvb, off, limit, parent, E, probs)
     if d.e then
       local x = v[d.n]
       if x ~= nil and d.e[x] == nil then
-        report(sub, E.unknown, pos[d.n], fmt("%s: %s = %d (0x%X) is not a known %s value", h.key, d.n, x, x, d.en), probs)
+        local better = unknown and unknown(h.key, d.n, x)
+        if better then
+          report(sub, E.protocol or E.unknown, pos[d.n], better, probs)
+        else
+          report(sub, E.unknown, pos[d.n], fmt("%s: %s = %d (0x%X) is not a known %s value", h.key, d.n, x, x, d.en), probs)
+        end
       end
     end
   end

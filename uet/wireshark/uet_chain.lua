@@ -2,6 +2,14 @@
 --! verbatim after runtime.lua: the UET packet chain (mirrors uet/wire/packet.py), the Info column
 --! summary and the UDP / IP protocol registration. Lines starting with "--!" are notes about this
 --! file and are not copied into the output.
+-- D.7: a SES response header's opcode that is a request opcode (D.1) and no response opcode;
+-- mirrors response_opcode_problem() in uet/wire/packet.py (called only for undefined values)
+local function response_opcode_problem(key, name, x)
+  if name ~= "opcode" or VS.rsp_opcode[x] ~= nil or REQUEST_OPCODE_NAMES[x] == nil then return nil end
+  return fmt("%s: opcode = %d (0x%X) is the request opcode %s (D.1), not a response opcode (D.7)",
+             key, x, x, REQUEST_OPCODE_NAMES[x])
+end
+
 -- Info column summary of a UET packet
 local function uet_summary(ptype, pds, ses, sesh, ext, exth)
   local t = {}
@@ -149,7 +157,10 @@ local function dissect_uet(tvb, pinfo, root, ip_mode)
         malformed = true
       else
         local ssz, ssub
-        ses, ssz, ssub, ses_vals = add_header(sesh, tvb, off, endp, top, EF, probs)
+        -- responses (next_hdr 4-6) are decoded here and nowhere else: the D.7 opcode check
+        local unknown = nil
+        if nh > 3 then unknown = response_opcode_problem end
+        ses, ssz, ssub, ses_vals = add_header(sesh, tvb, off, endp, top, EF, probs, unknown)
         if ses == nil then
           off = endp
           truncated = true

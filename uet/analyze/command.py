@@ -1,0 +1,101 @@
+"""``uet analyze FILE``: run the analysis and print it (issue 17).
+
+stdout holds the readable report, or with ``--json`` exactly one JSON object (its keys:
+:mod:`uet.analyze.report`), or with ``--ladder PDC`` the text ladder of that PDC (with ``--json``
+the ladder's lines go into the object as ``"ladder": {"pdc": N, "lines": [...]}``); ``--svg
+OUT.svg`` also writes the ladder as SVG. Exit status 0 whenever the file could be read, however
+many violations it shows (a damaged record after readable frames is reported on stderr, and the
+frames before it are analysed); 2 with one line on stderr when it cannot be read at all or an
+option is wrong (a ``--ladder`` that names no PDC of the file included). A file without UET says
+so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+
+from .. import cliargs
+from ..capture.pcap import CaptureError
+from .conversation import analyze
+from .intake import read_capture
+from .ladder import find_pdc, parse_spec, svg_ladder, text_ladder
+from .report import to_json, to_text
+
+PROG = "uet analyze"
+LADDER_WHAT = ("expected a PDC's index in the report (1, 2 ...) or ADDR:PDCID, e.g. 10.0.0.1:17 "
+               "or [fd00::1]:0x11")
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = None
+    if args.ladder is not None:
+        try:
+            spec = parse_spec(args.ladder)
+        except ValueError:
+            return cliargs.UsageError(f"argument --ladder: {args.ladder}: {LADDER_WHAT}").report(PROG)
+    if args.svg is not None and spec is None:
+        return cliargs.UsageError("argument --svg: draws the PDC that --ladder names; give "
+                                  "--ladder PDC too").report(PROG)
+    svg = None
+    if args.svg is not None:
+        try:
+            svg = cliargs.open_output(args.svg, "w", encoding="utf-8")
+        except cliargs.UsageError as exc:
+            return exc.report(PROG)
+    try:
+        return _run(args, spec, svg)
+    finally:
+        if svg is not None:
+            svg.close()
+
+
+def _drop(svg) -> None:
+    """An SVG opened for a run that wrote nothing is removed again."""
+    if svg is not None:
+        svg.close()
+        with contextlib.suppress(OSError):
+            os.unlink(svg.name)
+
+
+def _run(args: argparse.Namespace, spec: tuple | None, svg) -> int:
+    try:
+        intake = read_capture(args.file, tuple(args.port) if args.port else None)
+    except CaptureError as exc:
+        _drop(svg)
+        print(f"{PROG}: {' '.join(str(exc).splitlines())}", file=sys.stderr)
+        return 2
+    if intake.stopped:
+        print(f"{PROG}: {intake.stopped}", file=sys.stderr)
+    conv = analyze(intake.uet)
+    report = to_json(intake, conv)
+    ladder = None
+    if spec is not None:
+        try:
+            pdc = find_pdc(conv.pdcs, spec)
+        except ValueError as exc:
+            _drop(svg)
+            return cliargs.UsageError(f"argument --ladder: {args.ladder}: {exc}",
+                                      hint=False).report(PROG)
+        t0 = intake.t0 or 0.0
+        ladder = text_ladder(pdc, t0)
+        if svg is not None:
+            try:
+                svg.write(svg_ladder(pdc, t0))
+                svg.flush()
+            except OSError as exc:
+                print(f"{PROG}: cannot write to {args.svg}: {exc.strerror or exc}", file=sys.stderr)
+                return 1
+            print(f"{PROG}: wrote {args.svg}", file=sys.stderr)
+        report["ladder"] = {"pdc": pdc.index, "lines": ladder.splitlines()}
+    if args.json:
+        sys.stdout.write(json.dumps(report) + "\n")
+    elif ladder is not None:
+        sys.stdout.write(ladder)
+    else:
+        sys.stdout.write(to_text(report))
+    sys.stdout.flush()
+    return 0
