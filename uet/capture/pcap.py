@@ -176,6 +176,18 @@ class _Window:
             self.base += got
         return done
 
+    def header(self, n: int, what: str) -> bool:
+        """``n`` bytes of a record header at a record boundary: False at a clean end of the file;
+        a file that ends inside the header is damage."""
+        start = self.pos
+        got = self.fill(n)
+        if got < n:
+            self.check(start)
+            if not got:
+                return False
+            raise _Damaged(start, f"the file ends {got} bytes into {what}")
+        return True
+
     def check(self, mark: int) -> None:
         """Raise the read failure that ended the stream, if one did, for the record at ``mark``."""
         if self.error is not None:
@@ -201,12 +213,8 @@ def _pcap_frames(w: _Window, endian: str, nano: bool, linktype: int) -> Iterator
                 yield linktype, buf[p + 16:end], sec + frac / per_second
                 continue
         start = w.pos
-        got = w.fill(16)
-        if got < 16:
-            w.check(start)
-            if not got:
-                return
-            raise _Damaged(start, f"the file ends {got} bytes into a 16-byte pcap record header")
+        if not w.header(16, "a 16-byte pcap record header"):
+            return
         sec, frac, caplen, _wirelen = unpack(w.buf, w.p)
         w.p += 16
         if caplen > MAX_BLOCK_LEN:
@@ -253,12 +261,8 @@ def _pcapng_frames(w: _Window) -> Iterator[tuple[int, bytes, float]]:
                            ((tshigh << 32) + tslow) / tsresol)
                     continue
         start = w.pos
-        got = w.fill(8)
-        if got < 8:
-            w.check(start)
-            if not got:
-                return
-            raise _Damaged(start, f"the file ends {got} bytes into an 8-byte pcapng block header")
+        if not w.header(8, "an 8-byte pcapng block header"):
+            return
         head = w.take(8)
         (btype,) = struct.unpack(endian + "I", head[:4])
         what = _BLOCK_NAMES.get(btype, f"block of type 0x{btype:08X}")
