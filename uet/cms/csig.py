@@ -29,6 +29,9 @@ The tag (compact form, E.4), an L2 tag between the Ethernet header and IP, like 
       128-bit state holds four (EV: 16, tag: 16) entries: first the EV and tag of the request
       that triggered the ACK, then up to three other EVs whose tag changed since they were last
       reflected; unused entries are zero. It is never part of a conformance verdict.
+  C5  Over UDP (the live relay, the userspace stand-in for the L2 tag): the same 4 bytes, TPID
+      then the 16 bits, travel ahead of the UET bytes (:func:`ahead`, :func:`behind`); a UET
+      datagram never starts with the TPID (its first byte holds a PDS type below 19, B.1).
 """
 
 from __future__ import annotations
@@ -70,6 +73,24 @@ def pack(t: int, s: int, lm: int = 0, d: int = 0, r: int = 0) -> int:
 
 def unpack(bits: int) -> Tag:
     return Tag((bits >> 14) & 3, (bits >> 9) & 31, (bits >> 2) & 127, (bits >> 1) & 1, bits & 1)
+
+
+def tpid_bytes(ethertype: int = CSIG_ETHERTYPE) -> bytes:
+    """The TPID as it stands on the wire (big-endian)."""
+    return ethertype.to_bytes(2, "big")
+
+
+def ahead(bits: int, data: bytes, tpid: bytes) -> bytes:
+    """C5: ``data`` with the tag (``tpid``, then ``bits``) ahead of it."""
+    return b"".join((tpid, bits.to_bytes(2, "big"), data))
+
+
+def behind(data: bytes, tpid: bytes) -> tuple[int | None, bytes]:
+    """C5: (the tag's 16 bits, the bytes after it) of ``data`` that starts with a whole tag;
+    (None, ``data``) otherwise."""
+    if len(data) >= TAG_LEN and data[:2] == tpid:
+        return (data[2] << 8) | data[3], data[TAG_LEN:]
+    return None, data
 
 
 def neutral(t: int) -> int:

@@ -32,7 +32,8 @@ import random
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
-from ..cms.csig import CSIG_ETHERTYPE, DELAY, NQD, TYPE_BY_NAME, Scale, neutral, set_d, stamp
+from ..cms.csig import (CSIG_ETHERTYPE, DELAY, NQD, TYPE_BY_NAME, Scale, ahead, neutral, set_d,
+                        stamp, tpid_bytes)
 from ..net import CE, TRIMMED, NetConfig, flip
 from ..net import COUNTERS as NET_COUNTERS
 from ..net import Link as NetLink
@@ -169,7 +170,7 @@ class Link(NetLink):
         if self.csig is not None:
             self.scale = cfg.csig_scale()
             self.tau = cfg.csig_interval_us * 1e-6
-            self.tpid = cfg.csig_ethertype.to_bytes(2, "big")
+            self.tpid = tpid_bytes(cfg.csig_ethertype)
             self.neutral = neutral(self.csig)
             self.lm = path & 127
             self.util = 0.0             # L1: the averaged busy fraction, as of u_t
@@ -267,7 +268,7 @@ class Link(NetLink):
             if new != bits:
                 self.csig_replaced += 1
             bits = new
-        return self.tpid + bits.to_bytes(2, "big") + data
+        return ahead(bits, data, self.tpid)
 
     def mean_queue(self, now: float) -> float:
         """The time-averaged bytes the link held from ``t0`` to ``now``."""

@@ -82,6 +82,7 @@ from ..wire.build import DSCP_CONTROL, DSCP_TRIMMED, ECT0
 from ..wire.trailer import rewrite_mask, udp_seed
 from .capture import CaptureFn, FrameBuilder, PcapCapture
 from ..net import Ecmp
+from ..cms.csig import behind, tpid_bytes
 from .paths import COUNTERS, DIRECTIONS, FWD, INF, NOT_SUMMED, REV, ETH_LEN, UDP_LEN, \
     FabricConfig, Link, Releases, flow_rng
 
@@ -201,7 +202,7 @@ class Fabric:
                       [Link(cfg, p, REV, self.releases, overhead=ov_r) for p in range(cfg.paths)]]
         self.flows: dict[tuple, Flow] = {}
         self._entropy_by_port: dict[int, int] = {}  # relay (back) port -> the sender's entropy
-        self._tpid = cfg.csig_ethertype.to_bytes(2, "big") if cfg.csig_type is not None else None
+        self._tpid = tpid_bytes(cfg.csig_ethertype) if cfg.csig_type is not None else None
         self.capture = capture
         self._frames = FrameBuilder() if capture is not None else None
         self.stats = {"flows_opened": 0, "flow_limit_drops": 0, "flow_errors": 0, "truncated": 0,
@@ -423,9 +424,10 @@ class Fabric:
         hop = flow.fwd
         hop.src_addr = addr
         tag = None
-        if self._tpid is not None and data[:2] == self._tpid and len(data) >= 4:
-            tag, data = (data[2] << 8) | data[3], data[4:]  # tagged upstream (L4)
-            self.stats["csig_tagged_in"] += 1
+        if self._tpid is not None:
+            tag, data = behind(data, self._tpid)  # tagged upstream (L4)
+            if tag is not None:
+                self.stats["csig_tagged_in"] += 1
         skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
         hop.link.forward(now, data, tos, hop, hop.rng, None if skip else hop.rewrite, tag)
 
@@ -441,9 +443,10 @@ class Fabric:
                 tos = parse_anc(anc)[0]
             hop.src_addr = addr
             tag = None
-            if tpid is not None and data[:2] == tpid and len(data) >= 4:
-                tag, data = (data[2] << 8) | data[3], data[4:]  # tagged upstream (L4)
-                stats["csig_tagged_in"] += 1
+            if tpid is not None:
+                tag, data = behind(data, tpid)  # tagged upstream (L4)
+                if tag is not None:
+                    stats["csig_tagged_in"] += 1
             skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
             link.forward(now, data, tos, hop, rng, None if skip else rewrite, tag)
 

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import trio
 
-from ..cms.csig import CSIG_ETHERTYPE, TAG_LEN
+from ..cms.csig import CSIG_ETHERTYPE, behind, tpid_bytes
 from ..host import Host
 from ..pds import DatagramMeta, seal
 from ..wire.enums import REQUEST_TYPES
@@ -69,7 +69,7 @@ class SocketEngine:
                  batch: int = 64, max_inbox: int = 1024, recv_bufsize: int = 65535,
                  csig_ethertype: int = CSIG_ETHERTYPE):
         self.host = host
-        self.csig_tpid = csig_ethertype.to_bytes(2, "big")  # T1, T2
+        self.csig_tpid = tpid_bytes(csig_ethertype)  # T1, T2
         self.csig = host.pds.config.csig is not None        # T1: tags go to the core
         self.uet_sock = uet_sock
         self.entropy = entropy
@@ -150,16 +150,16 @@ class SocketEngine:
     def _tagged(self, data: bytes, meta: DatagramMeta) -> None:
         """T1, T2 for a datagram that starts with the TPID."""
         io = self.io
-        if len(data) < TAG_LEN:
+        bits, rest = behind(data, self.csig_tpid)
+        if bits is None:
             io["csig_bad"] += 1  # T2
             return
-        bits = (data[2] << 8) | data[3]
         if self.csig:
             io["csig_tags"] += 1
-            self.host.receive_datagram(data[TAG_LEN:], meta, self._clock(), csig=bits)
+            self.host.receive_datagram(rest, meta, self._clock(), csig=bits)
         else:
             io["csig_unasked"] += 1  # T1: not asked for, ignored
-            self.host.receive_datagram(data[TAG_LEN:], meta, self._clock())
+            self.host.receive_datagram(rest, meta, self._clock())
 
     def _send_batch(self, out: Sequence[tuple[bytes, DatagramMeta]], start: int = 0) -> None:
         by_port = self._by_port

@@ -202,7 +202,6 @@ class Initiator(PdcSide):
             ctl, psn, payload, retx = self.ctl_q.popleft()
             out.append(self._control(ctl, psn, payload, retx))
         rec = self.rec
-        cc = self.cc
         packets = rec.packets
         rq = rec.retx_q
         while rq:
@@ -210,8 +209,7 @@ class Initiator(PdcSide):
             if p is None or p.state != LOST:
                 rq.popleft()
                 continue
-            if not (cc.can_send(rec.inflight, p.length) if self.credit is None
-                    else self.credit.may_send(p.length)):
+            if not self._may_send(p.length):
                 break
             rq.popleft()
             out.append(self._transmit(p, now, retx=True))
@@ -229,6 +227,12 @@ class Initiator(PdcSide):
             self.close_psn = psn
             self.state = CLOSING if self.state == ESTABLISHED else self.state
             out.append(self._transmit(p, now, retx=False))
+
+    def _may_send(self, nbytes: int) -> bool:
+        """The congestion control's gate (with RCCC's exception Q4 of uet.pds.credit)."""
+        if self.credit is not None:
+            return self.credit.may_send(nbytes)
+        return self.cc.can_send(self.rec.inflight, nbytes)
 
     def _room(self) -> int:
         """I4, C.1: how many new PSNs the windows allow now."""
@@ -255,8 +259,7 @@ class Initiator(PdcSide):
             k = it.next
             payload = item.payload_of(k)
             n = len(payload)
-            if not (cc.can_send(rec.inflight, n) if self.credit is None
-                    else self.credit.may_send(n)):
+            if not self._may_send(n):
                 break
             if self.credit is not None:
                 self.credit.sent_new(n)

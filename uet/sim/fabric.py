@@ -49,7 +49,7 @@ import heapq
 import random
 import time
 import zlib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .. import native
@@ -223,8 +223,7 @@ class FabricSimulator:
         pc.update(pds_overrides(cfg.cc, rate_gbps=cfg.rate_gbps, base_rtt=self.base_rtt,
                                 window_bytes=window, trimming=cfg.trimming, nscc=params))
         if self.csig is not None:  # F3
-            if "csig" in {f.name for f in fields(PdsConfig)}:  # the PDS's side of C4
-                pc["csig"] = self.csig
+            pc["csig"] = self.csig  # the PDS's side of C4
             pc["entropy_factory"] = self._csig_entropy
         pc.update(cfg.pds)
         return PdsConfig(**pc)
