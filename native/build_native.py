@@ -13,7 +13,7 @@ import sys
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = ["crc32c.c", "icrc.c", "reasm.c"]
+SOURCES = ["crc32c.c", "icrc.c", "reasm.c", "mmsg.c"]
 
 # Data pointers are declared "char *" here (void * in C): cffi then passes a
 # bytes object straight through, without from_buffer and without a copy.
@@ -50,6 +50,23 @@ uint32_t uet_psnwin_cack(const uet_psnwin *w);
 uint32_t uet_psnwin_highest(const uet_psnwin *w);
 int32_t uet_psn_diff(uint32_t a, uint32_t b);
 int uet_psn_lt(uint32_t a, uint32_t b);
+
+#define UET_MMSG_MAX ...
+typedef struct {
+    int32_t len;
+    uint32_t flags;
+    uint8_t src[4];
+    uint8_t dst[4];
+    uint16_t sport;
+    uint8_t tos;
+    uint8_t has_dst;
+} uet_rx4;
+int uet_cmsg_parse4(const char *control, size_t controllen, uint8_t *tos, uint8_t *dst);
+int uet_recvmmsg4(int fd, char *buf, int32_t slot, int32_t n, uet_rx4 *out);
+int uet_sendmmsg4(int fd, const char *data, const uint32_t *off, const uint32_t *len,
+                  const char *dst, const uint16_t *port, const char *tos, int32_t tos_default,
+                  const char *src, int32_t n);
+int uet_mmsg_available(void);
 """
 
 

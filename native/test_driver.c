@@ -6,7 +6,16 @@
  * malloc'ed with its exact size so that AddressSanitizer reports any read or
  * write outside it.  Checks results against simple reference models written
  * here (bit-by-bit CRC, byte-array reassembly, boolean-array PSN window).
+ * The batched socket calls (mmsg.c) run on real loopback UDP sockets with random sizes (slots
+ * shorter than the datagram: truncation) and TOS values; their control-message parser gets random
+ * and truncated control buffers.
  */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,12 +313,187 @@ static void test_psn(void)
     test_psn_one(0x7FFFFFF0u, 200, 2000);
 }
 
+/* ---- mmsg.c ---- */
+
+static void test_cmsg_parse(void)
+{
+    uint8_t tos, dst[4];
+    CHECK(uet_cmsg_parse4(NULL, 0, &tos, dst) == 0 && tos == 0);
+    /* well-formed: IP_TOS then IP_PKTINFO, at every truncation of the buffer */
+    size_t full = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct in_pktinfo));
+    uint8_t *model = calloc(1, full);
+    struct cmsghdr *c = (struct cmsghdr *)(void *)model;
+    c->cmsg_level = IPPROTO_IP;
+    c->cmsg_type = IP_TOS;
+    c->cmsg_len = CMSG_LEN(1);
+    CMSG_DATA(c)[0] = 0xB9;
+    c = (struct cmsghdr *)(void *)(model + CMSG_SPACE(sizeof(int)));
+    c->cmsg_level = IPPROTO_IP;
+    c->cmsg_type = IP_PKTINFO;
+    c->cmsg_len = CMSG_LEN(sizeof(struct in_pktinfo));
+    struct in_pktinfo pi;
+    memset(&pi, 0, sizeof pi);
+    pi.ipi_addr.s_addr = htonl(0x7F000005);
+    memcpy(CMSG_DATA(c), &pi, sizeof pi);
+    for (size_t n = 0; n <= full; n++) {
+        uint8_t *b = malloc(n ? n : 1);
+        memcpy(b, model, n);
+        memset(dst, 0, 4);
+        int has = uet_cmsg_parse4(b, n, &tos, dst);
+        CHECK(tos == (n >= CMSG_LEN(1) ? 0xB9 : 0));
+        CHECK(has == (n >= CMSG_SPACE(sizeof(int)) + CMSG_LEN(sizeof(struct in_pktinfo))));
+        if (has)
+            CHECK(dst[0] == 127 && dst[3] == 5);
+        free(b);
+    }
+    free(model);
+    /* random bytes, random lengths: reads stay inside (ASan) */
+    for (int round = 0; round < 20000; round++) {
+        size_t n = (size_t)rnd_below(200);
+        uint8_t *b = rand_buf(n);
+        if (n >= sizeof(struct cmsghdr) && rnd_below(2)) { /* plausible headers, random lengths */
+            struct cmsghdr h;
+            memcpy(&h, b, sizeof h);
+            h.cmsg_len = (size_t)rnd_below(n + 40);
+            h.cmsg_level = IPPROTO_IP;
+            h.cmsg_type = rnd_below(2) ? IP_TOS : IP_PKTINFO;
+            memcpy(b, &h, sizeof h);
+        }
+        (void)uet_cmsg_parse4(b, n, &tos, dst);
+        free(b);
+    }
+}
+
+static int udp4(uint16_t *port)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int one = 1, big = 8 << 20;
+    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0)
+        return -1;
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static void test_mmsg_round(int tx, int rx, uint16_t txport, uint16_t rxport, int32_t slot, int n,
+                            int big)
+{
+    size_t total = 0;
+    uint32_t *off = malloc(sizeof *off * (size_t)n), *len = malloc(sizeof *len * (size_t)n);
+    uint16_t *port = malloc(sizeof *port * (size_t)n);
+    uint8_t *tos = malloc((size_t)n), *dst = malloc(4 * (size_t)n), *src = malloc(4 * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        len[i] = (uint32_t)(big ? rnd_below(65508) : rnd_below(3000));
+        off[i] = (uint32_t)total;
+        total += len[i];
+        port[i] = rxport;
+        tos[i] = (uint8_t)(rnd() & 0xFC); /* DSCP only: the kernel may touch ECN on loopback */
+        uint32_t lo = htonl(INADDR_LOOPBACK);
+        memcpy(dst + 4 * i, &lo, 4);
+        memcpy(src + 4 * i, &lo, 4);
+    }
+    uint8_t *data = rand_buf(total);
+    int sent = 0;
+    while (sent < n) {
+        int k = n - sent > UET_MMSG_MAX ? UET_MMSG_MAX : n - sent;
+        /* the arrays from ``sent`` on, exactly sized copies so that ASan sees any overrun */
+        uint32_t *o = malloc(sizeof *o * (size_t)k), *l = malloc(sizeof *l * (size_t)k);
+        uint16_t *p = malloc(sizeof *p * (size_t)k);
+        uint8_t *t = malloc((size_t)k), *d = malloc(4 * (size_t)k), *s = malloc(4 * (size_t)k);
+        memcpy(o, off + sent, sizeof *o * (size_t)k);
+        memcpy(l, len + sent, sizeof *l * (size_t)k);
+        memcpy(p, port + sent, sizeof *p * (size_t)k);
+        memcpy(t, tos + sent, (size_t)k);
+        memcpy(d, dst + 4 * sent, 4 * (size_t)k);
+        memcpy(s, src + 4 * sent, 4 * (size_t)k);
+        int r = uet_sendmmsg4(tx, (const char *)data, o, l, d, p, t, 0, (sent & 1) ? s : NULL, k);
+        free(o); free(l); free(p); free(t); free(d); free(s);
+        CHECK(r > 0);
+        if (r <= 0)
+            break;
+        sent += r;
+    }
+    int got = 0, tries = 0;
+    while (got < sent && tries < 1000) {
+        int k = sent - got > UET_MMSG_MAX ? UET_MMSG_MAX : sent - got;
+        char *buf = malloc((size_t)k * (size_t)slot + 1);
+        uet_rx4 *recs = malloc(sizeof *recs * (size_t)k);
+        int r = uet_recvmmsg4(rx, buf, slot, k, recs);
+        if (r == -EAGAIN) {
+            tries++;
+            usleep(1000);
+        }
+        for (int i = 0; i < r; i++) {
+            int j = got + i;
+            uint32_t want = len[j] < (uint32_t)slot ? len[j] : (uint32_t)slot;
+            CHECK(recs[i].len == (int32_t)want);
+            CHECK(((recs[i].flags & MSG_TRUNC) != 0) == (len[j] > (uint32_t)slot));
+            CHECK(memcmp(buf + (size_t)i * (size_t)slot, data + off[j], want) == 0);
+            CHECK(recs[i].sport == txport);
+            CHECK(recs[i].tos == tos[j]);
+            CHECK(recs[i].has_dst == 1 && recs[i].dst[0] == 127);
+            CHECK(recs[i].src[0] == 127);
+        }
+        free(buf);
+        free(recs);
+        if (r > 0)
+            got += r;
+    }
+    CHECK(got == sent);
+    free(off); free(len); free(port); free(tos); free(dst); free(src); free(data);
+}
+
+static void test_mmsg(void)
+{
+    uint16_t txport, rxport;
+    int tx = udp4(&txport), rx = udp4(&rxport);
+    CHECK(tx >= 0 && rx >= 0);
+    if (tx < 0 || rx < 0)
+        return;
+    CHECK(uet_mmsg_available() == 1);
+    uet_rx4 rec;
+    char one;
+    CHECK(uet_recvmmsg4(rx, &one, 1, 1, &rec) == -EAGAIN); /* nothing there */
+    CHECK(uet_recvmmsg4(rx, &one, 1, 0, &rec) == -EINVAL);
+    CHECK(uet_recvmmsg4(-1, &one, 1, 1, &rec) == -EBADF);
+    for (int round = 0; round < 30; round++) {
+        int32_t slot = 1 + (int32_t)rnd_below(round % 3 == 0 ? 65536 : 3000);
+        test_mmsg_round(tx, rx, txport, rxport, slot, 1 + (int)rnd_below(150), round % 3 == 0);
+    }
+    /* a datagram too long for UDP: the error of the first, after the ones before it went */
+    uint32_t off[3] = {0, 0, 0}, len[3] = {10, 70000, 10};
+    uint16_t port[3] = {rxport, rxport, rxport};
+    uint8_t tos[3] = {0, 0, 0}, dst[12];
+    for (int i = 0; i < 3; i++) {
+        uint32_t lo = htonl(INADDR_LOOPBACK);
+        memcpy(dst + 4 * i, &lo, 4);
+    }
+    char *data = calloc(1, 70000);
+    CHECK(uet_sendmmsg4(tx, data, off, len, dst, port, tos, 0, NULL, 3) == 1);
+    CHECK(uet_sendmmsg4(tx, data, off + 1, len + 1, dst + 4, port + 1, tos + 1, 0, NULL, 2) ==
+          -EMSGSIZE);
+    free(data);
+    close(tx);
+    close(rx);
+}
+
 int main(void)
 {
     test_crc();
     test_icrc();
     test_reasm();
     test_psn();
+    test_cmsg_parse();
+    test_mmsg();
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

@@ -58,4 +58,27 @@ uint32_t uet_psnwin_highest(const uet_psnwin *w);
 int32_t uet_psn_diff(uint32_t a, uint32_t b);
 int uet_psn_lt(uint32_t a, uint32_t b);
 
+/* ---- mmsg.c (Linux; elsewhere the calls return -ENOSYS and uet_mmsg_available() 0) ---- */
+/* Batched UDP receive and send for IPv4 sockets.  Twins: uet/native/sockbatch.py. */
+#define UET_MMSG_MAX 64 /* datagrams per call at most */
+typedef struct {
+    int32_t len;     /* bytes stored in the datagram's slot */
+    uint32_t flags;  /* msg_flags: MSG_TRUNC when the datagram did not fit the slot */
+    uint8_t src[4];  /* source address (network order) */
+    uint8_t dst[4];  /* destination address from IP_PKTINFO (has_dst) */
+    uint16_t sport;  /* source port (host order) */
+    uint8_t tos;     /* TOS byte from IP_TOS (IP_RECVTOS), 0 when absent */
+    uint8_t has_dst; /* 1 when IP_PKTINFO was present */
+} uet_rx4;
+/* Parse IP_TOS and IP_PKTINFO out of a control buffer, reading only inside it; returns has_dst. */
+int uet_cmsg_parse4(const void *control, size_t controllen, uint8_t *tos, uint8_t *dst);
+/* One non-blocking recvmmsg of up to n (<= UET_MMSG_MAX) datagrams into slots of ``slot`` bytes
+ * of buf (n * slot bytes); returns the number received or -errno. */
+int uet_recvmmsg4(int fd, char *buf, int32_t slot, int32_t n, uet_rx4 *out);
+/* One non-blocking sendmmsg of up to n datagrams; returns the number sent or -errno (of the first). */
+int uet_sendmmsg4(int fd, const char *data, const uint32_t *off, const uint32_t *len,
+                  const uint8_t *dst, const uint16_t *port, const uint8_t *tos, int32_t tos_default,
+                  const uint8_t *src, int32_t n);
+int uet_mmsg_available(void);
+
 #endif

@@ -53,6 +53,17 @@ def test_above_256_mib_gives_n_bytes_deterministically():
     assert _length_and_digest(2, CHUNK, CHUNK)[1] != hashlib.sha256(first[:CHUNK]).hexdigest()
 
 
+def test_one_piece_above_256_mib():
+    """Issue 15: ``uet send --bytes 1g --message-size 1g`` asked for one 1 GiB piece, made by one
+    randbytes call, which overflows from 256 MiB."""
+    pieces = list(seeded_chunks(5, BIG, BIG))
+    try:
+        assert [len(p) for p in pieces] == [BIG]
+        assert hashlib.sha256(pieces[0]).hexdigest() == _length_and_digest(5, BIG, CHUNK)[1]
+    finally:
+        del pieces
+
+
 def test_demo_payload_above_256_mib():
     from uet.demo.run import DemoConfig, payload
 

@@ -24,18 +24,22 @@ def _words(seed: int, n: int, block: int) -> Iterator[bytes]:
 
 def seeded_chunks(seed: int, n: int, size: int = CHUNK) -> Iterator[bytes]:
     """The ``n`` bytes of ``seed``'s stream in pieces of ``size`` bytes (the last may be
-    shorter; none when ``n`` is 0), generated as they are taken."""
+    shorter; none when ``n`` is 0), generated as they are taken. The stream is always made in
+    ``CHUNK`` pieces, so a ``size`` of 256 MiB or more (one message of ``uet send --bytes 1g
+    --message-size 1g``) is no single ``randbytes`` call."""
     if size < 1:
         raise ValueError("size must be at least 1")
-    if size % 4 == 0:
-        yield from _words(seed, n, size)
+    if size == CHUNK:
+        yield from _words(seed, n, CHUNK)
         return
     buf = bytearray()
-    for piece in _words(seed, n, max(CHUNK, size + 4 - size % 4)):
+    for piece in _words(seed, n, CHUNK):
         buf += piece
         while len(buf) >= size:
-            yield bytes(buf[:size])
+            with memoryview(buf) as view:  # one copy out, not a slice and then a copy
+                out = bytes(view[:size])
             del buf[:size]
+            yield out
     if buf:
         yield bytes(buf)
 

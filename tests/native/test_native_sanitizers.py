@@ -10,7 +10,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NATIVE = os.path.join(ROOT, "native")
-SOURCES = ["test_driver.c", "crc32c.c", "icrc.c", "reasm.c"]
+SOURCES = ["test_driver.c", "crc32c.c", "icrc.c", "reasm.c", "mmsg.c"]
 
 
 def test_c_sources_under_asan_ubsan(tmp_path):

@@ -48,10 +48,11 @@ tagged (a relay behind another one) has its tag taken off and used as the start 
 and replace (C3), as a second switch would; with CSIG off the relay passes datagrams unchanged.
 
 Performance (design.md "Performance"): one receive task per socket, never one per datagram; each
-waits until its socket is readable, then drains it with non-blocking ``recvmsg`` until it would
-block (at most ``BATCH`` at a time), runs every datagram through the model synchronously and sends
-what is due (every ``RELEASE_EVERY`` datagrams and at the end of the batch, so that a long batch
-does not hold everything back). Measured on the project's 2-core machine: about 15-20 us of CPU per
+waits until its socket is readable, then drains it until it would block (at most ``BATCH`` at a
+time, ``RELEASE_EVERY`` per ``recvmmsg`` where uet.native.sockbatch has its C twin, else per-datagram
+``recvmsg``), runs every datagram through the model synchronously and sends what is due (every
+``RELEASE_EVERY`` datagrams and at the end of the batch, so that a long batch does not hold
+everything back), in time order, a run of datagrams for one socket in one ``sendmmsg`` (issue 15). Measured on the project's 2-core machine: about 15-20 us of CPU per
 4 KiB datagram, two thirds of it the two system calls (``python tools/bench_fabric.py``). One scheduler task sleeps until the earliest pending release (a heap) and sends in
 batches. A send that would block leaves the datagram at the head of the heap and the scheduler
 waits until that socket is writable.
@@ -72,10 +73,11 @@ from typing import IO, Any, AsyncIterator, Callable, Union
 import trio
 
 from ..native import crc32c_prefix
+from ..native.sockbatch import recv_batch, send_batch
 from ..io.sockets import canonical as _canon
 from ..io.sockets import family_of as _family
 from ..io.sockets import is_wildcard as _wildcard
-from ..io.sockets import IP_PKTINFO, IPV6_PKTINFO, IPV6_TCLASS, parse_anc
+from ..io.sockets import IP_PKTINFO, IPV6_PKTINFO, IPV6_TCLASS
 from ..io.sockets import source_for as _source_for
 from ..io.sockets import udp_socket
 from ..wire.build import DSCP_CONTROL, DSCP_TRIMMED, ECT0
@@ -89,6 +91,8 @@ from .paths import COUNTERS, DIRECTIONS, FWD, INF, NOT_SUMMED, REV, ETH_LEN, UDP
 BATCH = 512                # datagrams drained per wake-up before yielding
 RELEASE_EVERY = 32         # send what is due after this many datagrams of a batch
 RECV_SIZE = 65536
+_WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
+RUN_MIN = 4                # datagrams in a row for one socket that go out in one sendmmsg
 TOS_DATA = ECT0                    # DSCP 0 + ECT(0): what most sender->receiver datagrams carry
 TOS_CONTROL = DSCP_CONTROL << 2    # DSCP 46, Not-ECT: ACKs, NACKs, control
 
@@ -111,7 +115,7 @@ class Hop:
         self.link = link
         self.rng = rng
         self.tos_default = tos_default
-        self.extra_cmsg = extra_cmsg or []
+        self.extra_cmsg = extra_cmsg or []  # the front's IP_PKTINFO (wildcard front): names src
         self.cmsgs: dict[int, list] = {}
         self.family = _family(dest[0])
         self.in_dport = in_dport
@@ -344,78 +348,108 @@ class Fabric:
             self._release(trio.current_time())
 
     def _release(self, now: float) -> None:
+        """Send every datagram due by ``now`` (within the slack), in time order: a run of
+        ``RUN_MIN`` or more for one socket (the answers on the front socket, one flow's requests)
+        in one ``sendmmsg`` where the C twin serves (uet.native.sockbatch), a shorter one with
+        ``sendto`` / ``sendmsg`` each. What a socket that would block did not send goes back on
+        the heap, where it was, and the scheduler waits until that socket is writable."""
         heap = self.releases.heap
         if not heap:
             return
         limit = now + self.releases.slack
-        cap = self.capture
         pop = heapq.heappop
+        due = []
         while heap and heap[0][0] <= limit:
-            _, _, hop, data, tos, link, orig = heap[0]
-            try:
-                if tos == hop.tos_default and not hop.extra_cmsg:
-                    hop.sock.sendto(data, hop.dest)
+            due.append(pop(heap))
+        i, n = 0, len(due)
+        while i < n:
+            hop = due[i][2]
+            sock = hop.sock
+            j = i + 1
+            while j < n and due[j][2].sock is sock:
+                j += 1
+            if j - i >= RUN_MIN:
+                items = [(e[3], e[2].dest[0], e[2].dest[1], e[4], e[2].src) for e in due[i:j]]
+                k, err = send_batch(sock, items, hop.tos_default, bool(hop.extra_cmsg))
+                for e in due[i:i + k]:
+                    self._sent(e)
+                i += k
+                if not err:
+                    continue
+            else:
+                e = due[i]
+                data, tos = e[3], e[4]
+                try:
+                    if tos == hop.tos_default and not hop.extra_cmsg:
+                        sock.sendto(data, hop.dest)
+                    else:
+                        sock.sendmsg([data], hop.cmsg(tos), 0, hop.dest)
+                except OSError as exc:
+                    err = exc.errno or errno.EIO
                 else:
-                    hop.sock.sendmsg([data], hop.cmsg(tos), 0, hop.dest)
-            except BlockingIOError:
-                self._blocked = hop.sock
+                    self._sent(e)
+                    i += 1
+                    continue
+            if err in _WOULD_BLOCK:
+                for e in due[i:]:
+                    heapq.heappush(heap, e)
+                self._blocked = sock
                 self._wake(-INF)
                 return
-            except OSError:
-                pop(heap)
-                link.send_errors += 1
-                if orig:
-                    link.queued -= 1
-                    link.dropped += 1
-                continue
-            pop(heap)
-            if orig:
+            link = due[i][5]
+            link.send_errors += 1
+            if due[i][6]:
                 link.queued -= 1
-                link.forwarded += 1
+                link.dropped += 1
+            i += 1
+
+    def _sent(self, entry: tuple) -> None:
+        """The counters (and the capture) of one datagram sent on."""
+        _, _, hop, data, tos, link, orig = entry
+        if orig:
+            link.queued -= 1
+            link.forwarded += 1
+        else:
+            link.dup_forwarded += 1
+        link.bytes += len(data)
+        cap = self.capture
+        if cap is not None:
+            if link.csig is not None:  # the tag ahead of the UET bytes is an L2 tag
+                frame = self._frames.tagged_frame(hop.src, hop.dst, hop.sport, hop.dport, tos, data)
             else:
-                link.dup_forwarded += 1
-            link.bytes += len(data)
-            if cap is not None:
-                if link.csig is not None:  # the tag ahead of the UET bytes is an L2 tag
-                    frame = self._frames.tagged_frame(hop.src, hop.dst, hop.sport, hop.dport, tos,
-                                                      data)
-                else:
-                    frame = self._frames.frame(hop.src, hop.dst, hop.sport, hop.dport, tos, data)
-                cap(time.time(), frame)
+                frame = self._frames.frame(hop.src, hop.dst, hop.sport, hop.dport, tos, data)
+            cap(time.time(), frame)
 
     async def _recv_loop(self, sock: socket.socket, handle: Callable[..., None]) -> None:
-        recvmsg = sock.recvmsg
         wait = trio.lowlevel.wait_readable
         clock = self._clock
-        trunc = int(socket.MSG_TRUNC)
+        stats = self.stats
         while True:
             try:
                 await wait(sock)
             except (OSError, trio.ClosedResourceError):
                 return
-            for i in range(1, BATCH + 1):
-                try:
-                    data, anc, flags, addr = recvmsg(RECV_SIZE, 128)
-                except BlockingIOError:
+            n = 0
+            while n < BATCH:
+                # RELEASE_EVERY at a time: keep the pipeline moving inside a long batch
+                got, errors = recv_batch(sock, RELEASE_EVERY, RECV_SIZE)
+                if errors:
+                    if sock.fileno() == -1:
+                        return  # closed
+                    stats["recv_errors"] += errors
+                for data, src, sport, dst, tos, truncated in got:
+                    if truncated:
+                        stats["truncated"] += 1
+                        continue
+                    handle(data, tos, dst, (src, sport), clock())
+                k = len(got) + errors
+                n += k
+                if k < RELEASE_EVERY:
                     break
-                except OSError as e:
-                    if e.errno == errno.EBADF:
-                        return
-                    self.stats["recv_errors"] += 1
-                    continue
-                if flags & trunc:
-                    self.stats["truncated"] += 1
-                    continue
-                handle(data, anc, addr, clock())
-                if not i % RELEASE_EVERY:
-                    self._release(clock())  # keep the pipeline moving inside a long batch
+                self._release(clock())
             self._release(clock())
 
-    def _on_front(self, data: bytes, anc: list, addr: tuple, now: float) -> None:
-        if len(anc) == 1 and anc[0][1] == socket.IP_TOS and anc[0][0] == socket.IPPROTO_IP:
-            tos, dst = anc[0][2][0], None
-        else:
-            tos, dst = parse_anc(anc)
+    def _on_front(self, data: bytes, tos: int, dst: str | None, addr: tuple, now: float) -> None:
         flow = self.flows.get(addr)
         if flow is None:
             flow = self._new_flow(addr, dst)
@@ -436,11 +470,7 @@ class Fabric:
         link, rng, rewrite = hop.link, hop.rng, hop.rewrite  # looked up once per flow
         tpid, stats = self._tpid, self.stats
 
-        def handle(data: bytes, anc: list, addr: tuple, now: float) -> None:
-            if len(anc) == 1 and anc[0][1] == socket.IP_TOS and anc[0][0] == socket.IPPROTO_IP:
-                tos = anc[0][2][0]
-            else:
-                tos = parse_anc(anc)[0]
+        def handle(data: bytes, tos: int, dst: str | None, addr: tuple, now: float) -> None:
             hop.src_addr = addr
             tag = None
             if tpid is not None:

@@ -20,6 +20,7 @@ below 19, shifted left by 3), so the test is exact.
 
 from __future__ import annotations
 
+import errno
 import math
 import socket
 from collections import Counter, deque
@@ -30,11 +31,22 @@ import trio
 from ..cms.csig import CSIG_ETHERTYPE, behind, tpid_bytes
 from ..host import Host
 from ..pds import DatagramMeta, seal
+from ..native.sockbatch import recv_batch, send_batch
+from ..pds.datagram import DSCP_CONTROL
 from ..wire.enums import REQUEST_TYPES
 from . import sockets as S
 
 INF = math.inf
 MSG_TRUNC = int(socket.MSG_TRUNC)
+_WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
+RUN_MIN = 4  # datagrams in a row for one socket that go out in one send_batch
+
+
+def _carries_data(data: bytes, dscp: int) -> bool:
+    """A PDC's request (B.1), counted per entropy port; under TSS the type is hidden (B.15), so
+    a protected datagram counts when it went with a data DSCP, not the answers' 46 (A.2)."""
+    t = data[0] >> 3 if data else 0
+    return t in REQUEST_TYPES or (t == 1 and dscp != DSCP_CONTROL)
 
 
 class _Sock:
@@ -112,39 +124,28 @@ class SocketEngine:
 
     # --- the engine (synchronous parts: no await per datagram) ----------------------------
     def _drain(self, s: _Sock, limit: int) -> int:
-        core_rx, recv = self.host.receive_datagram, s.sock.recvmsg  # looked up once per batch
-        bufsize, clock = self.recv_bufsize, self._clock
-        lport, local, fam, wildcard = s.port, s.local, s.family, s.wildcard
-        simple = not wildcard and fam == socket.AF_INET
+        """Read up to ``limit`` datagrams of ``s`` (one ``recvmmsg`` per batch where the C twin
+        serves, uet.native.sockbatch) and hand them to the core."""
+        got, errors = recv_batch(s.sock, limit, self.recv_bufsize)
+        io = self.io
+        if errors:
+            io["rx_errors"] += errors
+        core_rx, clock = self.host.receive_datagram, self._clock
+        lport, local = s.port, s.local
         Meta = DatagramMeta
         tpid = self.csig_tpid
         t0 = tpid[0]
-        n = 0
-        while n < limit:
-            try:
-                data, anc, flags, addr = recv(bufsize, S.ANC_SIZE)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                self.io["rx_errors"] += 1
-                n += 1
+        for data, src, sport, dst, tos, truncated in got:
+            if truncated:
+                io["rx_truncated"] += 1
                 continue
-            n += 1
-            if flags & MSG_TRUNC:
-                self.io["rx_truncated"] += 1
-                continue
-            if simple:
-                tos = anc[0][2][0] if anc and anc[0][1] == S.IP_TOS and anc[0][2] else 0
-                dst = local
-            else:
-                tos, dst = S.parse_anc(anc, fam)
-                if dst is None:
-                    dst = local
+            meta = Meta(src, local if dst is None else dst, sport, lport, tos & 3, tos >> 2)
             if data and data[0] == t0 and data[:2] == tpid:  # T1, T2
-                self._tagged(data, Meta(addr[0], dst, addr[1], lport, tos & 3, tos >> 2))
+                self._tagged(data, meta)
                 continue
-            core_rx(data, Meta(addr[0], dst, addr[1], lport, tos & 3, tos >> 2), clock())
-        self.io["rx_datagrams"] += n
+            core_rx(data, meta, clock())
+        n = len(got) + errors
+        io["rx_datagrams"] += n
         return n
 
     def _tagged(self, data: bytes, meta: DatagramMeta) -> None:
@@ -162,6 +163,11 @@ class SocketEngine:
             self.host.receive_datagram(rest, meta, self._clock())
 
     def _send_batch(self, out: Sequence[tuple[bytes, DatagramMeta]], start: int = 0) -> None:
+        """Send ``out[start:]`` in its order. A run of ``RUN_MIN`` or more datagrams for one socket
+        (the ACKs of a receiver) goes out in one ``sendmmsg`` where the C twin serves
+        (uet.native.sockbatch.send_batch); a shorter one (a spray that changes socket every
+        datagram) with ``sendto`` / ``sendmsg`` each. A socket that would block puts the rest in
+        the backlog; another failure loses that datagram (the core retransmits)."""
         by_port = self._by_port
         io = self.io
         tx_data = self.tx_data_by_port
@@ -172,8 +178,27 @@ class SocketEngine:
         while i < n:
             data, meta = out[i]
             s = by_port.get(meta.sport)
-            if s is None:
+            j = i + 1
+            if s is not None:
+                while j < n and out[j][1].sport == meta.sport:
+                    j += 1
+            else:
                 data, meta, s = self._renat(data, meta)
+            if j - i >= RUN_MIN:
+                k, err = self._send_run(s, out, i, j)
+                sent += k
+                i += k
+                if not err:
+                    continue
+                if err in _WOULD_BLOCK:
+                    io["tx_eagain"] += 1
+                    backlog.extend(out[i:])
+                    if not self._wake.is_set():
+                        self._wake.set()
+                    break
+                io["tx_errors"] += 1
+                i += 1
+                continue
             tos = (meta.dscp << 2) | meta.ecn
             try:
                 if tos == s.tos and not s.wildcard:
@@ -190,7 +215,7 @@ class SocketEngine:
                 io["tx_errors"] += 1
             else:
                 sent += 1
-                if data and (data[0] >> 3) in REQUEST_TYPES:
+                if _carries_data(data, meta.dscp):
                     tx_data[s.port] += 1
             i += 1
         if sent:
@@ -198,11 +223,25 @@ class SocketEngine:
             if self._first_tx is None:
                 self._first_tx = self._clock()
 
+    def _send_run(self, s: _Sock, out: Sequence[tuple[bytes, DatagramMeta]], i: int,
+                  j: int) -> tuple[int, int]:
+        """``out[i:j]``, all for socket ``s``, through send_batch: (datagrams sent, the errno of
+        the next one or 0)."""
+        items = [(d, m.dst, m.dport, (m.dscp << 2) | m.ecn, m.src) for d, m in out[i:j]]
+        k, err = send_batch(s.sock, items, s.tos, s.wildcard)
+        tx_data = self.tx_data_by_port
+        for d, m in out[i:i + k]:
+            if _carries_data(d, m.dscp):
+                tx_data[s.port] += 1
+        return k, err
+
     def _renat(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, DatagramMeta, _Sock]:
         pool = self.entropy or self.socks
         s = pool[meta.sport % len(pool)]
         self.io["tx_renat"] += 1
         m2 = DatagramMeta(meta.src, meta.dst, s.port, meta.dport, meta.ecn, meta.dscp)
+        if data and data[0] >> 3 == 1:  # TSS (H5 of uet.host): no port in its AAD, nothing to redo
+            return data, m2, s
         return seal((data[:-4],), m2), m2, s
 
     def _service(self, rearm: bool = True) -> None:

@@ -24,6 +24,9 @@ What the options do, and what was measured on this machine (Linux 6.x):
   it sent to.
 * Buffers: ``SO_RCVBUFFORCE``/``SO_SNDBUFFORCE`` (root) or ``SO_RCVBUF``/``SO_SNDBUF`` (capped by
   net.core.rmem_max/wmem_max) so that a whole send window fits in the receive queue.
+* Batches (issue 15): the engine reads with ``recvmmsg`` and sends with ``sendmmsg`` (one system
+  call per batch, through cffi) where :mod:`uet.native.sockbatch` has its C twin (IPv4); the
+  reference there is the per-datagram ``recvmsg`` / ``sendto`` / ``sendmsg`` above.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ import socket
 import struct
 
 from ..addresses import canonical, family_of, is_wildcard, loopback_of, parse_hostport  # noqa: F401
+# (TOS byte, destination address or None) from recvmsg ancillary data: one reader, with the
+# batched receive that uses it (uet.native.sockbatch)
+from ..native.sockbatch import ANC_SIZE, parse_anc  # noqa: F401
 
 SO_NO_CHECK = 11
 SO_RCVBUFFORCE = 33
@@ -48,8 +54,6 @@ IPV6_RECVTCLASS = 66
 IPV6_TCLASS = 67
 IPPROTO_IP = socket.IPPROTO_IP
 IPPROTO_IPV6 = socket.IPPROTO_IPV6
-
-ANC_SIZE = 128  # room for a TOS/TCLASS and a PKTINFO control message
 
 
 def source_for(dest: str, port: int = 4793) -> str:
@@ -124,21 +128,3 @@ def src_cmsg(family: int, src: str) -> tuple[int, int, bytes]:
     if family == socket.AF_INET6:
         return (IPPROTO_IPV6, IPV6_PKTINFO, socket.inet_pton(socket.AF_INET6, src) + bytes(4))
     return (IPPROTO_IP, IP_PKTINFO, bytes(4) + socket.inet_pton(socket.AF_INET, src) + bytes(4))
-
-
-def parse_anc(anc: list, family: int = 0) -> tuple[int, str | None]:
-    """(TOS byte, destination address or None) from ``recvmsg`` ancillary data."""
-    tos = 0
-    dst = None
-    for level, kind, data in anc:
-        if level == IPPROTO_IP:
-            if kind == IP_TOS and data:
-                tos = data[0]
-            elif kind == IP_PKTINFO and len(data) >= 12:
-                dst = socket.inet_ntop(socket.AF_INET, data[8:12])
-        elif level == IPPROTO_IPV6:
-            if kind == IPV6_TCLASS and len(data) >= 4:
-                tos = struct.unpack("i", data[:4])[0] & 0xFF
-            elif kind == IPV6_PKTINFO and len(data) >= 16:
-                dst = socket.inet_ntop(socket.AF_INET6, data[:16])
-    return tos, dst

@@ -18,6 +18,9 @@ twin for details):
 ``Reassembly(length, chunk=CHUNK_BYTES)`` (storage allocated as bytes arrive, see
 :mod:`uet.native.reassembly`), ``PsnWindow(start_psn, size=1024)``, ``NEW``,
 ``DUPLICATE``, ``OUT_OF_WINDOW``, ``psn_diff(a, b)``, ``psn_lt(a, b)``.
+
+Batched UDP receive and send (``recvmmsg`` / ``sendmmsg`` in C, the per-datagram loop as the
+twin) live in :mod:`uet.native.sockbatch` (``BATCH_BACKEND``).
 """
 
 from __future__ import annotations
