@@ -14,11 +14,14 @@ Each figure is the median of ``--repeat`` runs; every run is fresh processes on 
   CPU = user + sys of both processes from just before their endpoint opens to the end of the
   transfer (``resource.getrusage``; interpreter start-up and imports excluded, reported apart as
   ``cpu_s_with_startup`` from ``RUSAGE_CHILDREN``), per GB (1e9 bytes) moved.
+* ``uet_tss``: the same transfer protected with TSS (issue 18: uet.tss, direct mode, AES-256-GCM),
+  its runs interleaved with ``uet``'s; ``ratios.uet_tss_vs_uet`` compares the goodputs.
 * ``aioquic``: a bulk transfer of the same size on one QUIC stream, server and client in two
   processes, aioquic's default configuration (1200-byte datagrams, Reno, 1 MiB flow-control
   windows) with a self-signed certificate. aioquic is pip-installed for the benchmark if missing
   (``--no-install`` prevents it); if it cannot be installed or run, the reference figure from
   design.md (23 MB/s on this machine) is used and ``aioquic.reference`` says so.
+  ``cpu_us_per_packet``: that CPU per datagram the sender sent (both sides together, and each).
 * ``udp_blast``: the ceiling: one process ``sendto``s 4 KiB datagrams as fast as it can to a
   receiver process that counts them (blocking sockets, 8 MiB receive buffer). Goodput is what
   arrived / (first -> last arrival); ``delivered_fraction`` shows how much the receiver kept up.
@@ -86,6 +89,20 @@ def _data(n: int, seed: int = 1) -> bytes:
 # workers (each runs in its own process: python tools/bench_live.py --worker KIND ...)
 # ------------------------------------------------------------------------------------------------
 
+TSS_KEY = bytes(range(32))  # a benchmark's key: not a secret
+
+
+def _security(args: argparse.Namespace, role: str, epoch: int) -> Any:
+    """The TSS configuration of a worker run with ``--tss`` (uet.tss; direct mode, SDI 1), or
+    None. The two ends take different epochs: they share 127.0.0.1, and so the IV's source."""
+    if not args.tss:
+        return None
+    from uet.tss import SecureDomain, SecurityConfig
+
+    return SecurityConfig(domains=(SecureDomain(sdi=1, key=TSS_KEY, role=role),), send_sdi=1,
+                          epoch=epoch)
+
+
 def worker_uet_recv(args: argparse.Namespace) -> None:
     import trio
 
@@ -93,7 +110,8 @@ def worker_uet_recv(args: argparse.Namespace) -> None:
 
     async def main() -> dict:
         c0 = _cpu()
-        async with open_endpoint(("127.0.0.1", 0), paths=1) as ep:
+        async with open_endpoint(("127.0.0.1", 0), paths=1,
+                                 security=_security(args, "server", 2)) as ep:
             _emit({"port": ep.port})
             with trio.fail_after(args.timeout):
                 m = await ep.receive()
@@ -120,7 +138,7 @@ def worker_uet_send(args: argparse.Namespace) -> None:
     async def main() -> dict:
         c0 = _cpu()
         async with open_endpoint(None, paths=args.paths, peer="127.0.0.1",
-                                 peer_port=args.port) as ep:
+                                 peer_port=args.port, security=_security(args, "client", 1)) as ep:
             with trio.fail_after(args.timeout):
                 await ep.send("127.0.0.1", data)
             t_end = trio.current_time()
@@ -261,7 +279,10 @@ def worker_blast_recv(args: argparse.Namespace) -> None:
             nbytes += k
         t_last = clock()
     except socket.timeout:
-        pass
+        # some datagrams were lost: the last one arrived one idle timeout ago (before, the span
+        # stayed 0 here and the goodput came out absurd)
+        if n > 1:
+            t_last = clock() - 0.5
     c1 = _cpu()
     span = max(t_last - t_first, 1e-9)
     _emit({"datagrams": n, "bytes": nbytes, "span_s": span, "goodput_MBps": nbytes / span / 1e6,
@@ -332,28 +353,44 @@ def _med(xs: list[float]) -> float | None:
     return round(statistics.median(xs), 3) if xs else None
 
 
-def bench_uet(a: argparse.Namespace) -> dict[str, Any]:
-    runs = []
-    for _ in range(a.repeat):
-        rx, tx, cpu_all = _pair("uet-recv", "uet-send", ["--bytes", str(a.bytes), "--paths",
-                                                         str(a.paths), "--timeout", str(a.timeout)],
-                                a.timeout)
-        cpu = rx["cpu_s"] + tx["cpu_s"]
-        runs.append({"ok": rx["sha256"] == tx["sha256"] and rx["bytes"] == a.bytes,
-                     "goodput_MBps": tx["goodput_MBps"], "wall_time_s": tx["wall_time_s"],
-                     "retransmissions": tx["retransmissions"], "rto": tx["rto"],
-                     "packets_sent": tx["packets_sent"], "paths_used": tx["paths_used"],
-                     "cpu_s": cpu, "cpu_s_sender": tx["cpu_s"], "cpu_s_receiver": rx["cpu_s"],
-                     "cpu_s_with_startup": cpu_all, "rx_socket_paused": rx["stats"].get("io_rx_paused", 0)})
-        time.sleep(0.2)
+def _uet_run(a: argparse.Namespace, tss: bool) -> dict[str, Any]:
+    """One transfer between fresh ``uet-recv`` and ``uet-send`` workers (``tss``: protected)."""
+    rx, tx, cpu_all = _pair("uet-recv", "uet-send", ["--bytes", str(a.bytes), "--paths",
+                                                     str(a.paths), "--timeout", str(a.timeout)]
+                            + (["--tss"] if tss else []), a.timeout)
+    cpu = rx["cpu_s"] + tx["cpu_s"]
+    return {"ok": rx["sha256"] == tx["sha256"] and rx["bytes"] == a.bytes,
+            "goodput_MBps": tx["goodput_MBps"], "wall_time_s": tx["wall_time_s"],
+            "retransmissions": tx["retransmissions"], "rto": tx["rto"],
+            "packets_sent": tx["packets_sent"], "paths_used": tx["paths_used"],
+            "cpu_s": cpu, "cpu_s_sender": tx["cpu_s"], "cpu_s_receiver": rx["cpu_s"],
+            "cpu_s_with_startup": cpu_all, "rx_socket_paused": rx["stats"].get("io_rx_paused", 0),
+            "tss_accepted": rx["stats"].get("tss_accepted", 0)}
+
+
+def bench_uet(a: argparse.Namespace, *, tss: bool = False,
+              runs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The ``uet`` figure (``tss``: the ``uet_tss`` one) from ``runs``, or from ``--repeat``
+    fresh ones."""
+    if runs is None:
+        runs = []
+        for _ in range(a.repeat):
+            runs.append(_uet_run(a, tss))
+            time.sleep(0.2)
     gb = a.bytes / 1e9
     return {
         "arrangement": "uet.io sender and receiver, two processes, no relay (uet demo --no-fabric "
-                       "split over 2 cores)",
+                       "split over 2 cores)" + ("; TSS direct mode (AES-256-GCM)" if tss else ""),
         "bytes": a.bytes, "paths": a.paths, "ok": all(r["ok"] for r in runs),
         "goodput_MBps_median": _med([r["goodput_MBps"] for r in runs]),
         "cpu_s_per_GB_median": _med([r["cpu_s"] / gb for r in runs]),
         "cpu_s_per_GB_with_startup_median": _med([r["cpu_s_with_startup"] / gb for r in runs]),
+        # CPU of both processes per datagram the sender put on the wire (issue 15: target 6 us)
+        "cpu_us_per_packet_median": _med([r["cpu_s"] / r["packets_sent"] * 1e6 for r in runs]),
+        "cpu_us_per_packet_sender_median": _med([r["cpu_s_sender"] / r["packets_sent"] * 1e6
+                                                 for r in runs]),
+        "cpu_us_per_packet_receiver_median": _med([r["cpu_s_receiver"] / r["packets_sent"] * 1e6
+                                                   for r in runs]),
         "runs": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in runs],
     }
 
@@ -450,6 +487,16 @@ def bench_fabric(a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _batch_backend() -> str:
+    """recvmmsg/sendmmsg through C ("c") or the per-datagram loop ("python"; absent before
+    issue 15)."""
+    try:
+        from uet.native import sockbatch
+    except ImportError:
+        return "none"
+    return sockbatch.BATCH_BACKEND
+
+
 def _tree() -> dict[str, Any]:
     """Which code was measured: the commit, and the files under uet/ that differ from it."""
     try:
@@ -474,7 +521,9 @@ def main() -> int:
     ap.add_argument("--quic-timeout", type=float, default=300.0, help="per aioquic run, seconds")
     ap.add_argument("--no-install", action="store_true", help="do not pip-install aioquic")
     ap.add_argument("--skip", action="append", default=[],
-                    choices=("uet", "aioquic", "udp_blast", "fabric"), help="leave a part out")
+                    choices=("uet", "uet_tss", "aioquic", "udp_blast", "fabric"),
+                    help="leave a part out")
+    ap.add_argument("--tss", action="store_true", help=argparse.SUPPRESS)  # a worker's
     ap.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -488,11 +537,25 @@ def main() -> int:
     res: dict[str, Any] = {
         "benchmark": "bench_live: live loopback goodput (design.md Performance)",
         "machine": {"cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-                    "python": sys.version.split()[0], "native_backend": native.BACKEND},
+                    "python": sys.version.split()[0], "native_backend": native.BACKEND,
+                    "socket_batches": _batch_backend()},
         "repeat": a.repeat, "bytes": a.bytes, "tree": _tree()}
     t0 = time.time()
-    if "uet" not in a.skip:
-        res["uet"] = bench_uet(a)
+    if "uet_tss" in a.skip:
+        if "uet" not in a.skip:
+            res["uet"] = bench_uet(a)
+    else:  # issue 18: the protected transfer beside the plain one, runs interleaved
+        plain: list[dict[str, Any]] = []
+        protected: list[dict[str, Any]] = []
+        for _ in range(a.repeat):
+            if "uet" not in a.skip:
+                plain.append(_uet_run(a, False))
+                time.sleep(0.2)
+            protected.append(_uet_run(a, True))
+            time.sleep(0.2)
+        if plain:
+            res["uet"] = bench_uet(a, runs=plain)
+        res["uet_tss"] = bench_uet(a, tss=True, runs=protected)
     if "aioquic" not in a.skip:
         res["aioquic"] = bench_aioquic(a)
     if "udp_blast" not in a.skip:
@@ -513,6 +576,9 @@ def main() -> int:
         ratios["uet_vs_udp_blast"] = round(g / res["udp_blast"]["goodput_MBps_median"], 3)
     if "fabric" in res:
         ratios["fabric_lossy_vs_lossless"] = res["fabric"]["ratio"]
+    t = res.get("uet_tss", {}).get("goodput_MBps_median")
+    if g and t:
+        ratios["uet_tss_vs_uet"] = round(t / g, 3)
     res["ratios"] = ratios
     q, f = ratios.get("uet_vs_aioquic"), ratios.get("fabric_lossy_vs_lossless")
     res["targets"] = {

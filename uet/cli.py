@@ -32,10 +32,22 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     from .capture.pcap import CaptureError, CaptureStopped, read_frames
     from .wire.schema import Options
 
+    open_tss = None
+    if args.sd_key:
+        from .tss.capture import capture_opener
+        from .tss.keys import KeyFileError
+
+        try:
+            open_tss = capture_opener(args.sd_key, sdi=args.sdi, mode=args.tss_mode,
+                                      aad=args.tss_aad)
+        except (KeyFileError, ValueError) as exc:
+            print(f"uet decode: {exc}", file=sys.stderr)
+            return 2
     cfg = DecodeConfig(
         ports=tuple(args.port or [UET_UDP_PORT]),
         trailer=args.trailer,
         csig_ethertype=args.csig_ethertype,
+        open_tss=open_tss,
         opts=Options(ccx_layout=args.ccx_layout, rsv_pdc_bit=args.rsv_pdc_bit,
                      mswap_cswap_ext=args.mswap_cswap_ext),
     )
@@ -123,7 +135,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 #: the subcommands declared here; the others register themselves (``register(subparsers)``)
 _OWN = ("decode", "wireshark", "analyze")
-_REGISTER_MODULES = ("sim.command", "io.command", "fabric.command", "demo.command")
+_REGISTER_MODULES = ("sim.command", "io.command", "fabric.command", "demo.command",
+                     "conformance.command", "compare.command")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -172,7 +185,24 @@ def _add_decode(sub: Any) -> None:
                      metavar="ETHERTYPE",
                      help="EtherType of the CSIG congestion-signalling tag, hex (0x...) or decimal; "
                           f"uet-facts E.4 fixes none (default 0x{CSIG_ETHERTYPE:04x})")
+    dec.add_argument("--sd-key", metavar="FILE",
+                     help="decrypt TSS frames with this secure-domain key file (64 hex digits, "
+                          "owner-readable only), as Wireshark decrypts TLS with a key log; "
+                          "without it a TSS frame shows its header and is reported encrypted")
+    dec.add_argument("--sdi", type=_sdi, default=None, metavar="N",
+                     help="with --sd-key: the key's secure domain index (default: any SDI)")
+    dec.add_argument("--tss-mode", choices=("direct", "cluster", "server"), default="direct",
+                     help="with --sd-key: how the key is used (F; default direct)")
+    dec.add_argument("--tss-aad", choices=("addresses", "header", "entropy"), default="addresses",
+                     help="with --sd-key: the AAD rule the sender used over UDP (default "
+                          "addresses; see uet send --help)")
     dec.set_defaults(func=_cmd_decode)
+
+
+def _sdi(text: str) -> int:
+    from .tss.options import sdi
+
+    return sdi(text)
 
 
 def _add_wireshark(sub: Any) -> None:

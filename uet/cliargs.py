@@ -75,6 +75,33 @@ def parse_and_run(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
     return int(run(args))
 
 
+def run_alone(prog: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+              run: Callable[[argparse.Namespace], int], argv: Sequence[str] | None, *,
+              description: str | None = None, raw: bool = True) -> int:
+    """One subcommand without the rest of the CLI (its module's ``main``, for tests and
+    ``python -m``): a parser named ``prog`` with ``add_arguments``, then ``run``."""
+    p = Parser(prog=prog, description=description,
+               formatter_class=argparse.RawDescriptionHelpFormatter if raw
+               else argparse.HelpFormatter)
+    add_arguments(p)
+    return parse_and_run(p, argv, run)
+
+
+def run_registered(register: Callable[[Any], None], argv: Sequence[str] | None) -> int:
+    """The subcommands a module's ``register`` adds, without the rest of the CLI: ``uet recv
+    ...``, ``uet send ...`` as the module's ``main`` runs them."""
+    parser = Parser(prog="uet")
+    register(parser.add_subparsers(dest="command", metavar="COMMAND"))
+
+    def run(args: argparse.Namespace) -> int:
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return 2
+        return int(args.func(args))
+
+    return parse_and_run(parser, argv, run)
+
+
 class UsageError(Exception):
     """A command line that parsed but cannot run (options that contradict each other, an output
     file that cannot be opened): exit status 2 and one line; ``hint`` adds ``try '... --help'``."""

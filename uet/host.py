@@ -21,6 +21,15 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision where 
       (``inline_limit`` = mtu, P1); a request without one is counted (``rudi_no_response``).
   H4  R3 of uet/ses/target.py: the SES's idle partial messages are dropped on the host's timer,
       every half ``partial_timeout`` while any is in reassembly.
+  H5  A.3 / F: with ``security`` (a :class:`uet.tss.SecurityConfig`), TSS takes the place of the
+      CRC-32C trailer on the wire. The endpoints below keep speaking the CRC form (their one
+      trailer context, uet.wire.trailer); the host converts at its edge: every datagram it sends
+      loses its trailer and is protected (security header, AES-256-GCM, tag); every datagram it
+      receives must be TSS and authenticate (uet.tss.layer), and its plaintext goes to H1 with
+      a trailer computed for its addressing. A datagram that is not TSS is dropped and counted
+      (``tss_plain``): anyone can forge one. A trimmed TSS packet has lost its tag: by the
+      layer's choice (``trimmed``), its surviving bytes are decrypted without being trusted and
+      go on with DSCP 11, so the PDS answers NACK TRIMMED (R1) and delivers nothing from it.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from .multipath import RoundRobinSpray
-from .pds import DatagramMeta, Endpoint, PdsConfig, trailer_ok
+from .pds import DatagramMeta, Endpoint, PdsConfig, seal, trailer_ok
 from .pds.rudi import RudiConfig, RudiEndpoint, RudiRequest, RudiRequestFailed, RudiResponse
 from .pds.uud import UudEndpoint
 from .ses import SesConfig, SesEndpoint
@@ -45,7 +54,8 @@ class Host:
 
     def __init__(self, address: str, *, pds: PdsConfig | None = None,
                  ses: SesConfig | None = None, rudi: RudiConfig | None = None,
-                 seed: int = 0, ses_mode: str = "rud", rudi_entropy: list[int] | None = None):
+                 seed: int = 0, ses_mode: str = "rud", rudi_entropy: list[int] | None = None,
+                 security: Any = None):
         if ses_mode not in ("rud", "rod"):
             raise ValueError("ses_mode must be 'rud' or 'rod'")
         self.address = address
@@ -63,6 +73,11 @@ class Host:
         self._peer: dict[int, Any] = {}  # outstanding RUDI pkt_id -> the SES peer it went to
         self._now = 0.0
         self._sweep_at = INF
+        self.tss: Any = None  # H5
+        if security is not None:
+            from .tss import TssLayer  # the cryptography import only for protected hosts
+
+            self.tss = TssLayer(security)
 
     # --- the datagram interface -------------------------------------------------------------------
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float, *,
@@ -70,6 +85,11 @@ class Host:
         """H1: to the endpoint of its PDS type. ``csig``: the CSIG tag the frame carried (E.4),
         for the PDS's reflection (RUDI and UUD have no ACK_CCX to reflect it in)."""
         self._now = now
+        if self.tss is not None:
+            opened = self._unprotect(data, meta)
+            if opened is None:
+                return
+            data, meta = opened
         t = data[0] >> 3 if data else -1
         if t in PDC_TYPES and not (t in NACK_TYPES and len(data) > 1 and data[1] & NACK_NT_FLAG):
             self.pds.receive_datagram(data, meta, now, csig=csig)
@@ -98,7 +118,23 @@ class Host:
             out += self.rudi.datagrams_to_send(now)
         if self.uud.has_datagrams:
             out += self.uud.datagrams_to_send(now)
+        if self.tss is not None and out:  # H5: the tag replaces the trailer
+            protect = self.tss.protect
+            out = [(protect(data[:-4], meta), meta) for data, meta in out]
         return out
+
+    def _unprotect(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, DatagramMeta] | None:
+        """H5 for one arriving datagram: its plaintext in the CRC form the endpoints read (with
+        DSCP 11 kept for a trimmed one), or None when it was dropped (and counted)."""
+        if not data or data[0] >> 3 != 1:
+            self.counts["tss_plain"] += 1
+            return None
+        opened = self.tss.unprotect(data, meta)
+        if opened is None:
+            return None
+        if opened.trimmed:  # no trailer to check: R1 answers it by its DSCP
+            return opened.plaintext, meta
+        return seal((opened.plaintext,), meta), meta
 
     def get_timer(self) -> float | None:
         t = self.pds.get_timer()
@@ -206,6 +242,8 @@ class Host:
         s["internal_errors"] += (self.ses.stats["internal_errors"] + rs["internal_errors"]
                                  + self.uud.stats["internal_errors"])
         s.update(self.counts)
+        if self.tss is not None:
+            s.update(self.tss.stats)
         return s
 
     @property

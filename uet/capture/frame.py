@@ -8,13 +8,18 @@ entropy header). Never raises on frame contents: what cannot be decoded goes int
 The CSIG tag (uet-facts E.4, layout uet.cms.csig C1) is read like an 802.1Q tag: an EtherType (the
 TPID, ``DecodeConfig.csig_ethertype``), 16 bits of tag, then the inner EtherType; VLAN tags may come
 before and after it. Its fields become the frame's ``"csig"`` object.
+
+A PFC frame (IEEE 802.1Qbb, EtherType 0x8808, opcode 0x0101: what a RoCE fabric's switches send,
+``uet compare --pcap`` keeps them) has no IP: it becomes the frame's ``"pfc"`` object (``opcode``,
+``class_enable``, ``pause_quanta``: the eight pause times, priority 0 first) and the frame ends
+there, clean. Another MAC control opcode, or a truncated frame, is a problem and an error.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from socket import AF_INET6, inet_ntoa, inet_ntop
-from typing import Any
+from typing import Any, Callable
 
 from .. import ROCE_UDP_PORT, UET_IP_PROTO, UET_UDP_PORT
 from ..cms.csig import CSIG_ETHERTYPE
@@ -22,6 +27,7 @@ from ..wire import codec
 from ..wire.packet import Decoded, decode_roce, decode_uet
 from ..wire.render import header_json
 from ..wire.schema import DEFAULT_OPTIONS, Options
+from ..wire.build import DSCP_TRIMMED
 from ..wire.trailer import CrcContext
 
 LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_RAW, LINKTYPE_LOOP = 0, 1, 101, 108
@@ -39,6 +45,8 @@ CSIG_R_SET = "csig: reserved bit r is set (E.4): a receiver ignores this tag"
 _ETH, _VLAN, _SLL, _SLL2 = codec("eth"), codec("vlan"), codec("sll"), codec("sll2")
 _IPV4, _IPV6, _UDP = codec("ipv4"), codec("ipv6"), codec("udp")
 _CSIG = codec("csig")
+_PFC = codec("pfc")
+ETHERTYPE_MAC_CONTROL, PFC_OPCODE = 0x8808, 0x0101  # IEEE 802.1Qbb (net_headers.PFC)
 
 
 @dataclass
@@ -50,6 +58,8 @@ class DecodeConfig:
     trailer: str = "auto"
     opts: Options = field(default_factory=lambda: DEFAULT_OPTIONS)
     csig_ethertype: int = CSIG_ETHERTYPE
+    #: TSS (F): an opener of uet.tss.capture (``uet decode --sd-key`` makes one)
+    open_tss: Callable[[bytes, bytes, bytes, int, bool], tuple[bytes, bool] | None] | None = None
 
 
 @dataclass
@@ -61,10 +71,15 @@ class FrameResult:
     ip_fields: dict[str, Any] | None = None
     udp_fields: dict[str, Any] | None = None
     csig_fields: dict[str, Any] | None = None
+    pfc_fields: dict[str, Any] | None = None
 
 
 class _Stop(Exception):
     pass
+
+
+class _LinkOnly(Exception):
+    """The frame was a link-layer frame (PFC) and is fully decoded: there is no IP to read."""
 
 
 def _link_to_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult,
@@ -85,6 +100,8 @@ def _link_to_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult,
                 etype, off = _csig_tag(raw, off, res, problems)
             else:
                 break
+        if etype == ETHERTYPE_MAC_CONTROL:
+            _pfc(raw, off, res, problems)
         if etype == ETHERTYPE_IPV4:
             return off, 4
         if etype == ETHERTYPE_IPV6:
@@ -101,6 +118,8 @@ def _link_to_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult,
         if len(raw) < c.min_size:
             raise _Stop(f"{c.key}: truncated: needs {c.min_size} bytes, {len(raw)} left")
         proto = c.decode(raw, 0)[0]["protocol"]
+        if proto == ETHERTYPE_MAC_CONTROL:
+            _pfc(raw, c.min_size, res, problems)
         if proto in (ETHERTYPE_IPV4, ETHERTYPE_IPV6):
             return c.min_size, 4 if proto == ETHERTYPE_IPV4 else 6
         raise _Stop(f"{c.key}: protocol 0x{proto:04x} is not IP")
@@ -136,6 +155,39 @@ def _csig_tag(raw: bytes, off: int, res: FrameResult, problems: list[str]) -> tu
     return fields["ethertype"], off + size
 
 
+def pfc_json(fields: dict[str, Any]) -> dict[str, Any]:
+    """The ``pfc`` object: the declaration's JSON with its ``pause_quanta_<n>`` fields folded
+    into the list ``pause_quanta`` (priority n at index n), where they first appear."""
+    out: dict[str, Any] = {}
+    times: list[int] = []
+    for k, v in header_json(_PFC, fields).items():
+        if k.startswith("pause_quanta_"):
+            if not times:
+                out["pause_quanta"] = times
+            times.append(v)
+        else:
+            out[k] = v
+    return out
+
+
+def _pfc(raw: bytes, off: int, res: FrameResult, problems: list[str]) -> None:
+    """A MAC control frame at ``off`` (after its EtherType): raises _LinkOnly with the ``pfc``
+    object set for PFC, _Stop otherwise. Bytes after the 20 of PFC are the minimum frame's
+    padding (802.3: a frame is at least 64 bytes), not a problem."""
+    fields, size, var = _PFC.decode_any(raw, off)
+    opcode = fields.get("opcode", PFC_OPCODE)
+    if opcode != PFC_OPCODE:  # another layout (802.3x PAUSE ...): no pfc object to show
+        raise _Stop(f"mac control: opcode 0x{opcode:04x} is not PFC (0x0101); only 802.1Qbb "
+                    "PFC is decoded")
+    if fields:  # the whole fields that fit, as the other layers keep them
+        res.obj["pfc"] = pfc_json(fields)
+        res.pfc_fields = fields
+    if var is None:
+        raise _Stop(f"pfc: truncated: needs {size} bytes, {max(len(raw) - off, 0)} left")
+    problems.extend(var.problems(fields))
+    raise _LinkOnly
+
+
 def decode_frame(linktype: int, raw: bytes, number: int, cfg: DecodeConfig | None = None) -> FrameResult:
     """Decode one frame; ``number`` is its 1-based position in the file."""
     cfg = cfg or DecodeConfig()
@@ -144,6 +196,8 @@ def decode_frame(linktype: int, raw: bytes, number: int, cfg: DecodeConfig | Non
     problems: list[str] = []
     try:
         _decode_ip(linktype, raw, cfg, res, problems)
+    except _LinkOnly:
+        pass
     except _Stop as stop:
         obj["problems"] = problems + [str(stop)]
         obj["error"] = str(stop)
@@ -213,7 +267,14 @@ def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, p
         payload = pkt[l4 + 8:payload_end]
         if udp["dport"] in cfg.ports or udp["sport"] in cfg.ports:
             ctx = CrcContext(bytes(src), bytes(dst), bytes(pkt[l4:l4 + 8]))
-            _attach(obj, res, problems, "uet", decode_uet(payload, ctx, trailer=cfg.trailer, opts=cfg.opts))
+            opener = None
+            if cfg.open_tss is not None:  # DSCP 11: trimmed, the tag is gone (K2 of uet.tss.capture)
+                def opener(uet: bytes, _o: Any = cfg.open_tss, _s: bytes = bytes(src),
+                           _d: bytes = bytes(dst), _p: int = udp["sport"],
+                           _t: bool = ip["dscp"] == DSCP_TRIMMED) -> tuple[bytes, bool] | None:
+                    return _o(uet, _s, _d, _p, _t)
+            _attach(obj, res, problems, "uet", decode_uet(payload, ctx, trailer=cfg.trailer,
+                                                          opts=cfg.opts, open_tss=opener))
         elif udp["dport"] == ROCE_UDP_PORT:
             _attach(obj, res, problems, "roce", decode_roce(pkt[:payload_end], l4 + 8, opts=cfg.opts))
     elif proto == UET_IP_PROTO:

@@ -14,6 +14,10 @@ def frame_tree(res: FrameResult, length: int) -> str:
         c = codec("csig")
         lines.append(f"  {c.header.title} [uet-facts {c.header.ref}]")
         lines.extend(header_tree(c, res.csig_fields, indent="      "))
+    if res.pfc_fields is not None:
+        c = codec("pfc")
+        lines.append(f"  {c.header.title}")
+        lines.extend(header_tree(c, res.pfc_fields, indent="      "))
     ip = obj.get("ip")
     if ip:
         ecn = ("Not-ECT", "ECT(1)", "ECT(0)", "CE")[ip["ecn"]]
@@ -31,7 +35,10 @@ def frame_tree(res: FrameResult, length: int) -> str:
             lines.extend(header_tree(c, fields, indent="      "))
         layer = res.transport.layer
         if "payload_len" in layer:
-            lines.append(f"  Payload: {layer['payload_len']} bytes")
+            tss = layer.get("tss")
+            hidden = tss is not None and "pds" not in layer  # F: no key opened it
+            lines.append(f"  Payload: {layer['payload_len']} bytes"
+                         + (" (encrypted: uet decode --sd-key FILE decrypts it)" if hidden else ""))
         crc = layer.get("crc") or layer.get("icrc")
         if crc and crc.get("value") is not None:
             name = "CRC-32C trailer" if "crc" in layer else "ICRC"

@@ -42,14 +42,18 @@ from .options import add_arguments, resolve
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """A :class:`uet.demo.run.DemoConfig` from the parsed options (through ``uet sim``'s own
-    mapping of its options, :func:`uet.sim.command.config_from_args`)."""
+    mapping of its options, :func:`uet.sim.command.config_from_args`). With ``--tss`` the key
+    is ``--sd-key``'s or made from the seed and written beside the capture (O3 of
+    uet.tss.options)."""
     from ..sim.command import config_from_args as sim_config
+    from ..tss.options import own_security_pair
     from .run import DemoConfig
 
-    sim = sim_config(args)
+    client, server = own_security_pair(args, seed=args.seed, capture=args.capture)
+    sim = sim_config(args, client)
     return DemoConfig.from_sim(sim, entropy_values=args.entropies, fabric=args.fabric,
                                capture=args.capture, timeout=args.timeout, host=args.host,
-                               cc=args.cc, csig=args.csig,
+                               cc=args.cc, csig=args.csig, rx_security=server,
                                degrade_paths=list(args.degrade_path))
 
 
@@ -76,6 +80,9 @@ def replay_command(args: argparse.Namespace) -> str:
         words += ["--window", str(args.window)]
     if args.host != "127.0.0.1":
         words += ["--host", args.host]
+    if args.tss or args.sd_key:
+        words += ["--tss", "--sdi", str(args.sdi), "--tss-mode", args.tss_mode, "--tss-aad",
+                  args.tss_aad] + (["--sd-key", args.sd_key] if args.sd_key else [])
     words += ["--timeout", f"{args.timeout:g}", "--seed", str(args.seed)]
     return shlex.join(words)
 
@@ -269,6 +276,11 @@ def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
         pt = summary["ports"]
         cmd = ["uet", "decode", "--port", str(pt["receiver"]), "--port", str(pt["fabric"]),
                args.capture]
+        if args.tss or args.sd_key:  # O3 of uet.tss.options: the key the run used
+            extra = [("--sdi", str(args.sdi), "1"), ("--tss-mode", args.tss_mode, "direct"),
+                     ("--tss-aad", args.tss_aad, "addresses")]
+            cmd[2:2] = ["--sd-key", args.sd_key or args.capture + ".key"] + [
+                w for name, value, default in extra if value != default for w in (name, value)]
         print(f"uet demo: capture in {args.capture}; decode it with: {shlex.join(cmd)}",
               file=err, flush=True)
     if not summary["ok"]:
@@ -289,10 +301,7 @@ def register(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``uet demo ...`` without the rest of the CLI."""
-    p = cliargs.Parser(prog="uet demo", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    return cliargs.parse_and_run(p, argv, run_command)
+    return cliargs.run_alone("uet demo", add_arguments, run_command, argv, description=__doc__)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,8 @@ class DemoConfig(NetConfig):
     entropy_values: int | None = None   # None: one per path
     window_bytes: int | None = None     # None: the live endpoint's default
     pds: dict[str, Any] = field(default_factory=dict)  # PdsConfig overrides for both endpoints
+    security: Any = None                # a uet.tss.SecurityConfig: TSS on both ends (H5)
+    rx_security: Any = None             # the receiver's (its own epoch); None: security's
     # live only
     fabric: bool = True
     capture: Any = None                 # pcap path / binary file / callback (the fabric's)
@@ -339,7 +341,14 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
     result: dict[str, Any] = {}
     fab_cm: Any = _no_fabric()
 
-    async with open_endpoint((host, 0), paths=1, seed=cfg.seed ^ 0x7EC, **pds) as rx:
+    rx_security = cfg.rx_security
+    if rx_security is None and cfg.security is not None:
+        from ..tss.options import with_role  # the receiver serves: F's server mode, by the client
+
+        rx_security = dataclasses.replace(with_role(cfg.security, "server"),
+                                          epoch=(cfg.security.epoch + 1) & 0xFFFF)  # no shared IV
+    async with open_endpoint((host, 0), paths=1, seed=cfg.seed ^ 0x7EC, security=rx_security,
+                             **pds) as rx:
         spy = SpuriousCounter(rx.core)
         if fcfg is not None:
             from ..fabric import open_fabric
@@ -361,7 +370,8 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
                     async with open_endpoint(None, local=host,
                                              peer_port=fab.port if fab is not None else rx.port,
                                              paths=cfg.entropies, entropy_ports=ports,
-                                             seed=cfg.seed, spray=spray, **live, **pds) as tx:
+                                             seed=cfg.seed, spray=spray,
+                                             security=cfg.security, **live, **pds) as tx:
                         entered = True
                         result = await _transfer(cfg, rx, tx, fab, msgs, want, got,
                                                  delivered_at, failures, spy, progress, interval)

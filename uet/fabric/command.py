@@ -315,10 +315,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = cliargs.Parser(prog="uet fabric", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    return cliargs.parse_and_run(p, argv, run_command)
+    return cliargs.run_alone("uet fabric", add_arguments, run_command, argv, description=__doc__)
 
 
 if __name__ == "__main__":

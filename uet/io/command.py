@@ -28,6 +28,12 @@ and ignored, so a misconfigured pair still works; a datagram too short to hold a
 ``csig_bad``); the receiver reflects them in its ACKs, the sender's ``--spray`` policy and
 congestion control use them. The receiver names the EVs it saw: through a relay that rewrites
 ports, the relay's, unless ``uet fabric --preserve-entropy --back ADDR`` keeps the sender's own.
+
+Transport security (both commands; uet-facts B.15, F; uet.tss.options O1-O4): ``--sd-key FILE``
+turns TSS on, both ends with the same key file (``--sdi``, ``--tss-mode`` alike). Each process
+takes a fresh epoch from ``FILE.epoch`` so that no IV repeats; a datagram that is not TSS or does
+not authenticate is dropped and counted under its own name (``tss_*`` in ``--json`` stats, and
+on the receiver's last line).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from ..cms.choice import CC_NAMES
 from ..cms.csig import TYPE_BY_NAME
 from ..multipath.spray import SELECTOR_KINDS
 from ..payload import seeded_chunks
+from ..tss.options import add_tss_arguments, security_from_args, summary as tss_summary
 from . import LIVE_CC_RATE_GBPS, LIVE_CC_RTT_US
 
 # trio and the endpoint are imported inside the commands: ``register`` runs for every ``uet``
@@ -166,6 +173,7 @@ def add_recv_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--linger", type=cliargs.seconds, default=1.0, metavar="S",
                    help="with --count: wait up to S seconds for the initiators to close (default 1)")
     p.add_argument("--quiet", "-q", action="store_true", help="no per-message lines")
+    add_tss_arguments(p)
     p.add_argument("--seed", type=cliargs.seed, default=None,
                    help="seed of the PDS core, 0 to 2^63-1 (default random)")
     add_cc_arguments(p, spray_default="rr")
@@ -209,7 +217,7 @@ def _store(out: BinaryIO | None, data: bytes, total: Any,
     return done, one, None
 
 
-async def _recv_main(args: argparse.Namespace, out: BinaryIO | None) -> int:
+async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: Any) -> int:
     import trio
 
     from .endpoint import open_endpoint
@@ -223,7 +231,8 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None) -> int:
     peers: set[str] = set()
     error = None
     async with open_endpoint((host, port), paths=max(1, args.paths), seed=args.seed,
-                             max_pdcs=args.max_pdcs, spray=args.spray, **cc_fields(args)) as ep:
+                             max_pdcs=args.max_pdcs, spray=args.spray, security=security,
+                             **cc_fields(args)) as ep:
         print(f"uet recv: listening on {_fmt_addr(host, ep.port)}", file=err, flush=True)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
@@ -271,15 +280,22 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None) -> int:
     if args.json:
         obj = {"ok": error is None, "messages": n_msgs, "bytes": n_bytes,
                "sha256": total_hash.hexdigest(), "peers": sorted(peers), "span_s": round(span, 6),
-               **cc, "stats": _jsonable(stats)}
+               **cc, "tss": tss_summary(security), "stats": _jsonable(stats)}
         if error is not None:
             obj["error"] = error
         sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
         sys.stdout.flush()
     print(f"uet recv: {n_msgs} messages, {n_bytes} bytes; nacks sent {stats.get('nacks_sent')}; "
-          f"malformed {stats.get('malformed', 0)}, bad crc {stats.get('bad_crc', 0)}",
-          file=err, flush=True)
+          f"malformed {stats.get('malformed', 0)}, bad crc {stats.get('bad_crc', 0)}"
+          + (_tss_drops(stats) if security is not None else ""), file=err, flush=True)
     return 0 if error is None else 1
+
+
+def _tss_drops(stats: dict) -> str:
+    """The TSS drops of a summary line: each counted under its own name (uet.tss.layer)."""
+    drops = {k: v for k, v in stats.items() if k.startswith("tss_") and v
+             and k not in ("tss_protected", "tss_accepted")}
+    return "; tss " + (", ".join(f"{k[4:]} {v}" for k, v in sorted(drops.items())) or "no drops")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -306,6 +322,7 @@ def add_send_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--job", type=cliargs.job, default=0, help="SES job id (default 0)")
     p.add_argument("--window", type=cliargs.window, default=None, help="send window in bytes")
     add_cc_arguments(p, spray_default="rr")
+    add_tss_arguments(p)
     p.add_argument("--seed", type=cliargs.seed, default=1,
                    help="seed of the --bytes data, 0 to 2^63-1 (default 1)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -363,7 +380,7 @@ class _Source:
             self.fh.close()
 
 
-async def _send_main(args: argparse.Namespace, source: _Source) -> int:
+async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -> int:
     import trio
 
     from .endpoint import SendFailed, open_endpoint
@@ -384,7 +401,8 @@ async def _send_main(args: argparse.Namespace, source: _Source) -> int:
     acked = 0
     try:
         async with open_endpoint(None, paths=args.paths, peer=host, local=args.local,
-                                 peer_port=port, spray=args.spray, **extra) as ep:
+                                 peer_port=port, spray=args.spray, security=security,
+                                 **extra) as ep:
             ep_ref = ep
             mtu = ep.core.config.mtu
             with trio.move_on_after(args.timeout if args.timeout else float("inf")) as cs:
@@ -440,6 +458,7 @@ async def _send_main(args: argparse.Namespace, source: _Source) -> int:
         result["nacks"] = st.get("nacks_rcvd", {})
         result["rto"] = st.get("rto", 0)
         result.update(cc_info or _cc_summary(args, ep_ref))
+        result["tss"] = tss_summary(security)
         result["stats"] = _jsonable(st)
     result["ok"] = status == 0
     digest = source.hash.hexdigest()
@@ -463,11 +482,12 @@ def run_recv(args: argparse.Namespace) -> int:
     import trio
 
     try:
+        security = security_from_args(args, role="server")
         out = _open_out(args)
     except cliargs.UsageError as exc:
         return exc.report("uet recv")
     try:
-        return trio.run(_recv_main, args, out)
+        return trio.run(_recv_main, args, out, security)
     except KeyboardInterrupt:
         return 0
     except OSError as exc:
@@ -483,6 +503,7 @@ def run_send(args: argparse.Namespace) -> int:
         if (args.file is None) == (args.bytes is None):
             raise cliargs.UsageError("give a FILE or --bytes N (not both)")
         cliargs.check_same_family("--local", args.local, args.to[0], "--to")
+        security = security_from_args(args, role="client")
         try:
             source = _Source(args)
         except OSError as exc:
@@ -493,7 +514,7 @@ def run_send(args: argparse.Namespace) -> int:
     import trio
 
     try:
-        return trio.run(_send_main, args, source)
+        return trio.run(_send_main, args, source, security)
     except KeyboardInterrupt:
         print("uet send: interrupted", file=sys.stderr)
         return 130
@@ -515,14 +536,4 @@ def register(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``uet recv ...`` / ``uet send ...`` without the rest of the CLI (for tests)."""
-    parser = cliargs.Parser(prog="uet")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    register(sub)
-
-    def run(args: argparse.Namespace) -> int:
-        if not getattr(args, "func", None):
-            parser.print_help(sys.stderr)
-            return 2
-        return int(args.func(args))
-
-    return cliargs.parse_and_run(parser, argv, run)
+    return cliargs.run_registered(register, argv)

@@ -585,6 +585,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                         csig_max_age: float = LIVE_CSIG_MAX_AGE,
                         csig_recent: float = LIVE_CSIG_RECENT,
                         ev_alias: Callable[[int], int] | None = None,
+                        security: Any = None,
                         **config_fields: Any) -> AsyncIterator[LiveEndpoint]:
     """Open a live endpoint; ``async with open_endpoint(("127.0.0.1", 4793)) as ep:``.
 
@@ -604,6 +605,9 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
     gives every untagged SEND a receive (M7 of uet/ses/target.py), 0 leaves them to
     :meth:`LiveEndpoint.post_recv`; ``ses_mode`` the mode of the packets the SES makes on its
     own; ``rudi_config`` a :class:`uet.pds.rudi.RudiConfig` (its port and entropy are set).
+    ``security``: a :class:`uet.tss.SecurityConfig` (its secure-domain table: SDI to key and
+    mode): every datagram is protected with TSS and every one received must authenticate (H5 of
+    uet.host); None (the default) keeps the CRC-32C trailer.
     """
     if isinstance(bind, str):
         bind = S.parse_hostport(bind)
@@ -660,7 +664,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
             sc = dataclasses.replace(sc, auto_receive=True)
         rc = with_port(rudi_config or RudiConfig(**LIVE_RUDI), peer_port, values, seed)
         host = Host(local_addr, pds=cfg, ses=sc, rudi=rc, seed=seed, ses_mode=ses_mode,
-                    rudi_entropy=values)
+                    rudi_entropy=values, security=security)
         ep = LiveEndpoint(host, uet_sock, entropy, peer_port=peer_port, batch=batch,
                           max_inbox=max_inbox, csig_ethertype=csig_ethertype)
         ep.selectors = made

@@ -81,6 +81,19 @@ class Packet:
     enq: float = 0.0
 
 
+
+def ecn_mark(port: Any, pkt: Any, depth: float, kmax: float, pmax: float = 1.0) -> None:
+    """S3 (E.6: RED on dequeue): mark ``pkt`` CE (and count it in ``port.ce_marked``) when it is
+    ECN-capable and leaves a queue of ``depth`` bytes: never at or below ``port.kmin``, always
+    from ``kmax``, in between with probability ``pmax`` x (depth - kmin) / (kmax - kmin), one
+    draw of ``port.rng``. The RoCE ports of uet.compare use it too (G.7's RED, with its Pmax)."""
+    kmin = port.kmin
+    if pkt.ect and depth > kmin and (
+            depth >= kmax or port.rng.random() < pmax * (depth - kmin) / (kmax - kmin)):
+        pkt.ce = True
+        port.ce_marked += 1
+
+
 class Port:
     """An output port: see the module docstring (S1-S6). ``peer`` is whatever the driver wants
     to deliver to (a switch or a host). ``csig`` (a signal type of uet.cms.csig C1, None: off),
@@ -204,11 +217,7 @@ class Port:
                 if now >= self.fail_at:
                     self.dropped += 1
                     continue
-                if pkt.ect and depth > self.kmin and (
-                        depth >= self.kmin + self.kspan
-                        or self.rng.random() < (depth - self.kmin) / self.kspan):
-                    pkt.ce = True
-                    self.ce_marked += 1
+                ecn_mark(self, pkt, depth, self.kmin + self.kspan)
             else:
                 self.busy = False
                 return None

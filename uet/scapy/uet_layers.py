@@ -188,6 +188,31 @@ def _first_type(header: Header) -> int:
 UET_Entropy = make_layer(U.ENTROPY)
 UET_TSS = make_layer(U.TSS, UET, trailer=("icv", U.TSS_ICV_LEN), defaults={"type": 1})
 
+
+def _tss_decrypt(self: Any, key: bytes, *, sdi: int | None = None, mode: str = "direct",
+                 aad: str = "addresses") -> Any:
+    """F: the packet this TSS header protects, decrypted with the 32-byte secure-domain ``key``
+    (``mode`` and ``aad`` as the sender used them, uet.tss), as the ``UET_PDS_*`` layer it
+    starts with (no trailer: the tag took its place); None when the key does not open it or the
+    layer has no IP/UDP below it (the addresses and the source port are part of the IV and AAD)."""
+    from ..tss.capture import opener_for_key
+
+    udp = self.underlayer
+    ip = udp.underlayer if isinstance(udp, UDP) else None
+    while ip is not None and not isinstance(ip, (IP, IPv6)):
+        ip = ip.underlayer
+    if ip is None:
+        return None
+    addrs = [ip.get_field(n).i2m(ip, ip.getfieldval(n)) for n in ("src", "dst")]
+    opened = opener_for_key(key, sdi=sdi, mode=mode, aad=aad)(
+        bytes(self), addrs[0], addrs[1], int(udp.sport), False)
+    if opened is None or not opened[0]:
+        return None
+    return PDS_LAYERS.get(opened[0][0] >> 3, conf.raw_layer)(opened[0])
+
+
+UET_TSS.decrypt = _tss_decrypt
+
 _pds_headers: list[Header] = []
 for _h in U.PDS_BY_TYPE.values():
     if _h not in _pds_headers:

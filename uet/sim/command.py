@@ -33,6 +33,7 @@ from ..net.topology import LinkError, TopologyError, parse_topology
 from .traffic import TrafficError, parse_traffic
 from .workloads import MODE_OPS, MODES, OPS
 from .simulator import SimConfig, Simulator
+from ..tss.options import add_tss_arguments, own_security, tss_wanted
 
 if TYPE_CHECKING:
     from .fabric import FabricSimConfig
@@ -131,6 +132,7 @@ def add_arguments(p: argparse.ArgumentParser, *, ses: bool = False) -> None:
     p.add_argument("--window", type=cliargs.window, default=None, help="fixed congestion window in bytes (default 1.5 BDP)")
     if ses:
         add_fabric_arguments(p)
+    add_tss_arguments(p, own_key=True)
     p.add_argument("--seed", type=cliargs.seed, default=1, help="0 to 2^63-1 (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--pcap", metavar="FILE", help="write every frame of the run (virtual timestamps)")
@@ -205,8 +207,8 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_command)
 
 
-def config_from_args(args: argparse.Namespace) -> SimConfig:
-    return SimConfig(bytes=args.bytes, messages=args.messages, mtu=args.mtu, paths=args.paths,
+def config_from_args(args: argparse.Namespace, security: Any = None) -> SimConfig:
+    return SimConfig(security=security, bytes=args.bytes, messages=args.messages, mtu=args.mtu, paths=args.paths,
                      rate_gbps=args.rate, rtt_us=args.rtt, loss=args.loss, trim=args.trim,
                      reorder=args.reorder, dup=args.dup, corrupt=args.corrupt, fail=list(args.fail_path),
                      mode=args.mode, op=getattr(args, "op", "send"),
@@ -257,6 +259,9 @@ def replay_command(args: argparse.Namespace) -> str:
         words.append("--ack-every-packet")
     if args.window:
         words += ["--window", str(args.window)]
+    if tss_wanted(args):
+        words += ["--tss", "--sdi", str(args.sdi), "--tss-mode", args.tss_mode, "--tss-aad",
+                  args.tss_aad] + (["--sd-key", args.sd_key] if args.sd_key else [])
     words += ["--seed", str(args.seed)]
     return shlex.join(words)
 
@@ -304,7 +309,11 @@ def run_command(args: argparse.Namespace) -> int:
             raise cliargs.UsageError(f"argument --op: {op} does not run over --mode {args.mode} "
                                      f"(it takes {', '.join(MODE_OPS[args.mode])})")
         if switched(args):
+            if tss_wanted(args):
+                raise cliargs.UsageError("--tss runs on the two-host fabric (--paths), not on "
+                                         "--topology")
             sim: Any = _fabric_simulator(args)
+        security = own_security(args, seed=args.seed, capture=args.pcap)
         pcap = cliargs.open_output(args.pcap) if args.pcap is not None else None
     except cliargs.UsageError as exc:
         return exc.report("uet sim", err)
@@ -315,7 +324,8 @@ def run_command(args: argparse.Namespace) -> int:
             if pcap is not None:
                 sim.attach_pcap(pcap)
         else:
-            sim = Simulator(config_from_args(args), trace=err if args.trace else None, pcap=pcap)
+            sim = Simulator(config_from_args(args, security), trace=err if args.trace else None,
+                            pcap=pcap)
         summary = sim.run()
         if pcap is not None:
             pcap.close()  # here, not only in finally: a full disk shows up at the last flush
@@ -359,6 +369,5 @@ def _fabric_simulator(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = cliargs.Parser(prog="uet sim", description=__doc__)
-    add_arguments(p, ses=True)
-    return cliargs.parse_and_run(p, argv, run_command)
+    return cliargs.run_alone("uet sim", lambda p: add_arguments(p, ses=True), run_command, argv,
+                             description=__doc__, raw=False)

@@ -41,6 +41,10 @@ with ``csig`` set to a signal type's name (choices where the facts are silent):
 Events are ``(time, seq, action, a, b)`` in a heap; ``action(time, a, b)`` runs one. The run ends
 when every flow is complete (its SEND's response came back) and was delivered intact (checked by
 CRC-32C, then byte for byte), or at ``time_limit_s`` of simulated time.
+
+Observers (``uet compare`` draws from them) use the public view only: :meth:`sample_every` puts a
+periodic callback on the run's own heap, :meth:`port_view` and :attr:`open_flow_count` read the
+switch ports and the flows without touching the event machinery.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ import random
 import time
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .. import native
 from ..cms import NsccParams
@@ -134,6 +138,16 @@ def unloaded_rtt(hops: int, cfg: FabricSimConfig) -> float:
     return hops * (2 * cfg.link_delay_us * 1e-6 + (data_frame_bytes(cfg.mtu) + ACK_FRAME) / bps)
 
 
+class PortView(NamedTuple):
+    """A switch port as an observer sees it at one instant (:meth:`FabricSimulator.port_view`)."""
+
+    name: str          # "a->b"
+    to_host: bool      # it delivers to a host
+    qbytes: int        # data bytes queued now
+    max_qbytes: int
+    tx_bytes: int      # bytes it put on its link so far
+
+
 class _HostNode:
     __slots__ = ("idx", "addr", "ep", "nic", "sched")
 
@@ -196,6 +210,8 @@ class FabricSimulator:
         self.ports: list[Port] = []  # switch ports (the NICs are the hosts')
         self._build_ports()
         self.failures: list[str] = []
+        self.open_flows = len(self.flows)  # run() counts it down
+        self._ticks = 0  # sample_every's events in the heap
 
     def attach_pcap(self, fh: Any) -> None:
         """Capture every frame a host sends, at its send time, and every frame the switches
@@ -294,6 +310,35 @@ class FabricSimulator:
         if not self.topo.has_link(a, b):
             raise LinkError(option, f"no link {a}-{b} in {self.cfg.topology} (hosts are h0..., "
                                     "switches as uet sim --help names them)")
+
+    # --- the public view -----------------------------------------------------------------------
+    def sample_every(self, interval_s: float, fn: Callable[[float, "FabricSimulator"], None]) -> None:
+        """Call ``fn(now, self)`` from the current time on, every ``interval_s`` of virtual time,
+        as an event of the run's heap (so it sees the queues at exact virtual times), until no
+        flow is open; it never keeps a run alive on its own (a run with nothing else left to do
+        still ends as stalled)."""
+        if not interval_s > 0:
+            raise ValueError("the sampling interval is positive")
+
+        def tick(now: float, _a: Any, _b: Any) -> None:
+            self._ticks -= 1
+            fn(now, self)
+            if self.open_flows > 0 and len(self.heap) > self._ticks:  # other samplers don't count
+                self._ticks += 1
+                self._push(now + interval_s, tick, None)
+
+        self._ticks += 1
+        self._push(self.now, tick, None)
+
+    def port_view(self) -> list[PortView]:
+        """Every switch port now (the hosts' NICs are not switch ports)."""
+        return [PortView(p.name, type(p.peer) is _HostNode, p.qbytes, p.max_qbytes, p.tx_bytes)
+                for p in self.ports]
+
+    @property
+    def open_flow_count(self) -> int:
+        """Flows not yet complete (nor failed)."""
+        return self.open_flows
 
     # --- events -------------------------------------------------------------------------------
     def _push(self, t: float, action: Callable, a: Any, b: Any = None) -> None:

@@ -76,6 +76,7 @@ class SimConfig(NetConfig):
     drop_psns: tuple[int, ...] = ()          # drop the first copy of these data packets (by index)
     time_limit_s: float = 10.0
     pds: dict[str, Any] = field(default_factory=dict)  # PdsConfig overrides
+    security: Any = None  # a uet.tss.SecurityConfig: both hosts protect every datagram (H5)
 
 
 class _Host:
@@ -163,7 +164,12 @@ class Simulator:
         seed = self.cfg.seed * 2 + k
         # M7 of uet/ses/target.py: plain SENDs land in receives posted for them
         ses = SesConfig(mtu=min(self.cfg.mtu, pc.mtu), seed=seed & 0xFFFFFFFF, auto_receive=True)
-        return Host(addr, pds=pc, ses=ses, seed=seed)
+        security = self.cfg.security
+        if security is not None and k == 2:  # B serves: F's server mode keys by the client, A
+            from ..tss.options import with_role
+
+            security = with_role(security, "server")
+        return Host(addr, pds=pc, ses=ses, seed=seed, security=security)
 
     # --- fabric ---------------------------------------------------------------------------
     def _log(self, msg: str) -> None:
@@ -379,6 +385,10 @@ class Simulator:
             "failures": failures[:5],
             "seed": cfg.seed,
         }
+        if cfg.security is not None:
+            # the frames are encrypted: which request was a needless copy cannot be read off them
+            summary["spurious_retransmissions"] = None
+            summary["tss"] = {k: sa[k] + sb[k] for k in sorted(sa) if k.startswith("tss_")}
         if cfg.op != "send" or cfg.mode == "uud":  # B also sends (read data, reverse PDCs)
             summary["target_retransmissions"] = sb["retransmissions"]
         # delivered / sent (design.md): messages (sends), operations completed (SES), or

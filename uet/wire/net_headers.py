@@ -1,4 +1,5 @@
-"""IPv4, IPv6 and UDP declarations: the underlay that ``uet decode`` reads before UET or RoCEv2.
+"""IPv4, IPv6 and UDP declarations: the underlay that ``uet decode`` reads before UET or RoCEv2, the
+link layers around them, and the one link-layer frame a RoCE fabric adds (PFC, 802.1Qbb).
 
 They go through the same schema and codecs as the transport headers, so nothing is parsed by hand;
 the Lua generator leaves them to Wireshark's own dissectors, except the CSIG tag (E.4), which no
@@ -8,7 +9,7 @@ Wireshark dissects and the generator therefore declares too.
 from __future__ import annotations
 
 from .enums import CSIG_TYPE, ECN
-from .schema import E, Flag, Header, U, X, Field
+from .schema import E, Enum, Flag, Header, Rsvd, U, X, Field
 
 IPV4 = Header("ipv4", "IPv4 header (without options)", (
     U("version", 4), U("ihl", 4, "header length in 32-bit words"),
@@ -51,6 +52,21 @@ CSIG = Header("csig", "CSIG tag (after its TPID)", (
     U("r", 1, "reserved, 0", "E.4"),
     X("ethertype", 16, "the EtherType of what follows (0x0800 IPv4, 0x86DD IPv6)", "E.4"),
 ), ref="E.4", doc="Compact form; the wide 8-byte form (E.4) is not decoded.")
+# IEEE 802.1Qbb (clause 36; the frame of 802.3 Annex 31D): priority-based flow control, a MAC control
+# frame (EtherType 0x8808) that RoCE fabrics send to pause one priority of their upstream neighbour.
+# uet-facts has no row for it (it is not part of UET or RoCEv2); uet.roce.pfc builds these frames
+# and ``uet compare --pcap`` writes them. What follows the EtherType: the opcode, the class-enable
+# vector (its first octet reserved, bit n of the second enables priority n), then Time(0)..Time(7)
+# in quanta of 512 bit times. ``uet decode`` folds the eight times into the list ``pause_quanta``.
+PFC_REF = "IEEE 802.1Qbb"
+MAC_CONTROL_OPCODE = Enum("mac_control_opcode", {0x0101: "PFC"}, ref=PFC_REF)
+PFC = Header("pfc", "Priority-based flow control (802.1Qbb)", (
+    E("opcode", 16, MAC_CONTROL_OPCODE, "MAC control opcode (0x0101: PFC)", PFC_REF),
+    Rsvd(8, "reserved, 0 (802.1Qbb: the vector's first octet)"),
+    X("class_enable", 8, "priority-enable vector: bit n set means Time(n) is valid", PFC_REF),
+) + tuple(U(f"pause_quanta_{n}", 16, f"Time({n}): pause of priority {n} in quanta of 512 bit "
+            "times (0: resume)", PFC_REF) for n in range(8)),
+    ref=PFC_REF, doc="Only the PFC opcode is declared; a classic 802.3x PAUSE (0x0001) is not.")
 SLL = Header("sll", "Linux cooked capture v1", (
     U("packet_type", 16), U("arphrd", 16), U("addr_len", 16), X("addr", 64), X("protocol", 16),
 ), ref="LINKTYPE_LINUX_SLL")
@@ -62,4 +78,4 @@ NULL = Header("null", "BSD loopback (address family in the capturing host's byte
     U("family", 32),
 ), ref="LINKTYPE_NULL")
 
-NET_HEADERS = (IPV4, IPV6, UDP, ETH, VLAN, CSIG, SLL, SLL2, NULL)
+NET_HEADERS = (IPV4, IPV6, UDP, ETH, VLAN, CSIG, PFC, SLL, SLL2, NULL)

@@ -6,6 +6,12 @@ extension (by opcode) -> payload -> CRC-32C trailer (A.3). RoCEv2 (G.1-G.6): BTH
 
 Every function here takes arbitrary bytes. What decodes is kept even when a later header fails; what
 does not fit is reported in ``problems`` and ``error`` rather than raised.
+
+TSS (B.15, F): without a key the security header is shown and the rest is reported as encrypted.
+With ``open_tss`` (a function from the UET bytes to the plaintext after the security header, or
+None when no key opens it; uet.capture builds it from the secure-domain keys, as Wireshark
+decrypts TLS with a key log) the PDS, SES and payload inside are decoded as if they had come in
+the clear, and ``tss.decrypted`` says so.
 """
 
 from __future__ import annotations
@@ -61,7 +67,8 @@ def _take(d: Decoded, h: Header, buf: bytes, off: int, into: dict[str, Any], key
 
 def decode_uet(data: bytes | bytearray | memoryview, ctx: CrcContext | None = None, *,
                trailer: str = "auto", opts: Options = DEFAULT_OPTIONS,
-               entropy_header: bool = False) -> Decoded:
+               entropy_header: bool = False,
+               open_tss: Callable[[bytes], tuple[bytes, bool] | None] | None = None) -> Decoded:
     """Decode a UET packet: the UDP payload, or the IP payload in native-IP mode
     (``entropy_header=True``). ``ctx`` gives the addresses (and UDP header) that the CRC-32C trailer
     covers; without it a trailer can be shown but not verified."""
@@ -101,13 +108,15 @@ def decode_uet(data: bytes | bytearray | memoryview, ctx: CrcContext | None = No
     pkt = buf[:end]
 
     try:
-        _decode_uet_chain(d, pkt, off, opts)
+        _decode_uet_chain(d, pkt, off, opts, open_tss)
     finally:
         uet["crc"] = crc
     return d
 
 
-def _decode_uet_chain(d: Decoded, pkt: bytes, off: int, opts: Options) -> None:
+def _decode_uet_chain(d: Decoded, pkt: bytes, off: int, opts: Options,
+                      open_tss: Callable[[bytes], tuple[bytes, bool] | None] | None = None
+                      ) -> None:
     uet = d.layer
     if off >= len(pkt):
         uet["payload_len"] = 0
@@ -119,12 +128,26 @@ def _decode_uet_chain(d: Decoded, pkt: bytes, off: int, opts: Options) -> None:
         if got is None:
             uet["payload_len"] = 0
             return
+        opened = open_tss(pkt[off:]) if open_tss is not None else None
+        if open_tss is not None:  # only with a key: the output without one stays as it was
+            uet["tss"]["decrypted"] = opened is not None
+        if opened is not None:
+            plain, authenticated = opened
+            uet["tss"]["authenticated"] = authenticated
+            if not authenticated:
+                d.problems.append("tss: trimmed: the tag is gone, so what follows was decrypted "
+                                  "without being authenticated (F)")
+            _decode_uet_chain(d, plain, 0, opts)
+            return
         encrypted = len(pkt) - off - got[1] - U.TSS_ICV_LEN
         uet["payload_len"] = max(encrypted, 0)
         if encrypted < 0:
             d.problems.append(f"tss: {len(pkt) - off - got[1]} bytes after the header, fewer than "
                               f"the {U.TSS_ICV_LEN}-byte ICV (F)")
-        return  # the PDS and everything after it are encrypted (F)
+        elif open_tss is not None:
+            d.problems.append("tss: no key given opens this packet (unknown SDI, wrong key or a "
+                              "changed byte): its payload stays encrypted (F)")
+        return  # without a key the PDS and everything after it stay encrypted (F)
     hdr = U.PDS_BY_TYPE.get(ptype)
     if hdr is None:
         uet["pds"] = {"type": ptype, "type_name": PDS_TYPE.symbol(ptype)}

@@ -1,0 +1,144 @@
+"""``uet conformance HOST:PORT``: run the conformance suite against a UET-over-UDP target.
+
+The suite is an independent peer (:mod:`uet.conformance`): it crafts packets from the header
+declarations, sends them from plain UDP sockets on this host, and judges the target's answers
+against uet-facts.md, one check per rule. The readable report goes to stderr as the checks run;
+``--json`` prints exactly one JSON object on stdout (``target``, ``ok``, ``target_answered``,
+``checks``: name, facts, level, profile, result pass|fail|skip, detail; ``summary``);
+``--junit FILE`` writes JUnit XML, one testcase per check.
+
+Exit status: 0 when every must passed (failed shoulds do not count), 1 when a must failed or the
+target never answered, 2 for a bad command line.
+
+What the target must offer: UET over UDP (CRC-32C trailer, design.md "Defaults") on HOST:PORT,
+answering to the source address and port of each request. Profile pds: RUD PDCs opened by SYN
+(RUDI and UUD are tested too; a target that does not answer RUDI skips that check). Profile ses:
+an SES above the PDS whose responses ride on ACKs; ``--mkey KEY:LEN`` names a memory region the
+target exposes (readable, writable, atomics) for the WRITE/READ/atomic/out-of-range checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from .. import cliargs
+from .checks import PROFILES, Check, Context, Result, run_checks
+from .pds_checks import CHECKS as PDS_CHECKS
+from .report import progress_line, text_header, text_summary, write_json, write_junit
+from .ses_checks import CHECKS as SES_CHECKS
+
+ALL_CHECKS: list[Check] = PDS_CHECKS + SES_CHECKS
+MAX_TIMEOUT = 60.0
+
+
+def memory_region(s: str) -> tuple[int, int]:
+    """``KEY:LEN``: a memory key (hex with 0x, or decimal, 64 bits) and the region's length."""
+    what = "expected KEY:LEN, a 64-bit memory key and the region's length, e.g. 0x1234:4096"
+    try:
+        k, n = s.split(":", 1)
+        key, length = int(k.strip(), 0), cliargs._byte_count(n)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s or repr(s)}: {what}") from None
+    if not (0 <= key < 1 << 64 and 1 <= length < 1 << 32):
+        raise argparse.ArgumentTypeError(f"{s or repr(s)}: {what}")
+    return key, length
+
+
+timeout = cliargs.real(0.0, MAX_TIMEOUT, f"a positive time in seconds up to {MAX_TIMEOUT:g}, "
+                                         "e.g. 1", open_lo=True)
+
+
+def select(profile: str, level: str, names: Sequence[str] | None) -> list[Check]:
+    """The checks of ``profile`` (pds, ses, all) and ``level`` (must, should, all), or the ones
+    ``names`` lists (in the suite's order)."""
+    out = [c for c in ALL_CHECKS if profile in ("all", c.profile) and level in ("all", c.level)]
+    if names:
+        wanted = set(names)
+        out = [c for c in out if c.name in wanted]
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", type=cliargs.peer, metavar="HOST:PORT",
+                   help="the implementation under test (UDP; port default 4793)")
+    p.add_argument("--profile", choices=("pds", "ses", "all"), default="all",
+                   help="which checks: pds, ses or all (default all)")
+    p.add_argument("--level", choices=("must", "should", "all"), default="all",
+                   help="run only the musts, only the shoulds, or all (default all); the exit "
+                        "status depends on the musts alone")
+    p.add_argument("--check", action="append", metavar="NAME",
+                   choices=[c.name for c in ALL_CHECKS],
+                   help="run only this check (repeatable); see --list")
+    p.add_argument("--list", action="store_true", help="list the checks and exit")
+    p.add_argument("--timeout", type=timeout, default=1.0, metavar="S",
+                   help="seconds to wait for each answer, and to wait for silence where a rule "
+                        "says nothing comes back (default 1)")
+    p.add_argument("--bind", type=cliargs.ip_address, default=None, metavar="ADDR",
+                   help="local address of the suite's sockets (ports are ephemeral; default the "
+                        "route's source address towards the target)")
+    p.add_argument("--mkey", type=memory_region, default=None, metavar="KEY:LEN",
+                   help="a memory region the target exposes (read, write, atomics) for the SES "
+                        "checks; without it they skip")
+    p.add_argument("--seed", type=cliargs.seed, default=None,
+                   help="seed of the start PSNs, keys and payloads (default random)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per check")
+
+
+def run(args: argparse.Namespace) -> int:
+    prog = "uet conformance"
+    checks = select(args.profile, args.level, args.check)
+    if args.list:
+        for c in checks:
+            print(f"{c.name:<26} {c.facts:<5} {c.level:<6} {c.profile:<4} {c.title}")
+        return 0
+    try:
+        if args.bind is not None:
+            cliargs.check_same_family("--bind", args.bind, args.target[0], "the target")
+        if not checks:
+            raise cliargs.UsageError("no check matches --profile, --level and --check")
+        junit = cliargs.open_output(args.junit, "wb") if args.junit else None
+    except cliargs.UsageError as exc:
+        return exc.report(prog)
+    err = sys.stderr
+    ctx = Context(args.target, timeout=args.timeout, local=args.bind, mkey=args.mkey,
+                  seed=args.seed)
+    host, port = args.target
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    profiles = [p for p in PROFILES if any(c.profile == p for c in checks)]
+    print(text_header(target, profiles, args.timeout), file=err, flush=True)
+
+    def progress(r: Result) -> None:
+        print(progress_line(r), file=err, flush=True)
+
+    try:
+        result = run_checks(checks, ctx, progress)
+    except OSError as exc:   # no socket could be opened at all (a bad --bind)
+        print(f"{prog}: {exc.strerror or exc}", file=err, flush=True)
+        if junit is not None:
+            junit.close()
+        return 1
+    print(text_summary(result), file=err, flush=True)
+    if junit is not None:
+        with junit:
+            write_junit(result, junit)
+    if args.json:
+        write_json(result, sys.stdout)
+    return 0 if result.ok else 1
+
+
+def register(subparsers: Any) -> None:
+    """Add ``conformance`` to the ``uet`` command's subparsers."""
+    p = subparsers.add_parser("conformance", help="test another UET implementation with crafted "
+                                                  "packets, one check per uet-facts rule",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``uet conformance ...`` without the rest of the CLI (for tests)."""
+    return cliargs.run_registered(register, argv)

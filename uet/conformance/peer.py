@@ -1,0 +1,312 @@
+"""The conformance peer: one plain, blocking UDP socket per check, crafted packets out, bounded
+reads in.
+
+What this module owns
+  * building the packets a check sends, from the header declarations (:func:`uet.wire.build.uet_bytes`)
+    with the CRC-32C trailer of the 5-tuple (:func:`uet.wire.trailer.seal_udp`, uet-facts A.3 and
+    design.md "Defaults"); nothing here uses the project's PDS/SES core (``uet.pds``, ``uet.host``):
+    the target is seen through the wire only;
+  * sending with a chosen DSCP/ECN (an ``IP_TOS`` / ``IPV6_TCLASS`` control message per datagram);
+  * reading the answers with two bounds: time (``timeout`` per wait) and count (``max_datagrams``
+    per check, so that a flooding target cannot keep a check reading forever). Every datagram from
+    the target's address is classified: a UET packet whose trailer verifies (an :class:`Answer`), a
+    datagram whose trailer does not verify (``bad_crc``) or one that does not decode (``garbage``).
+    Datagrams from other addresses are counted as ``foreign`` and otherwise ignored.
+
+A check that needs a fresh entropy value (UDP source port) opens a fresh :class:`Peer`; the
+target answers to the port a request came from (design.md ``uet recv``), so one check's answers
+never reach another's socket.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import os
+import random
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..wire.build import uet_bytes
+from ..wire.packet import decode_uet
+from ..wire.trailer import TRAILER_LEN, seal_udp, udp_trailer_ok
+
+DSCP_DATA, DSCP_TRIMMED, DSCP_CONTROL = 0, 11, 46   # A.2, design.md "Defaults"
+ECT0 = 2
+TOS_DATA = DSCP_DATA << 2 | ECT0
+TOS_CONTROL = DSCP_CONTROL << 2
+TOS_TRIMMED = DSCP_TRIMMED << 2 | ECT0
+IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
+IPV6_RECVTCLASS = getattr(socket, "IPV6_RECVTCLASS", 66)
+IPV6_TCLASS = getattr(socket, "IPV6_TCLASS", 67)
+UDP_NO_CHECK6_RX = 102   # Linux SOL_UDP option: take IPv6 datagrams with checksum 0
+MAX_DATAGRAMS = 512   # per check: a flooding target gets a verdict after this many
+
+
+class Flooded(Exception):
+    """More than ``max_datagrams`` datagrams arrived during one check."""
+
+
+@dataclass
+class Answer:
+    """One datagram from the target whose CRC-32C trailer verified and whose headers decoded."""
+
+    pds: dict[str, Any]
+    ses: dict[str, Any] | None
+    payload: bytes
+    tos: int
+    src: tuple[str, int]
+    raw: bytes
+
+    @property
+    def type_name(self) -> str:
+        return str(self.pds.get("type_name"))
+
+    @property
+    def is_ack(self) -> bool:
+        return self.type_name in ("ACK", "ACK_CC", "ACK_CCX")
+
+    @property
+    def is_nack(self) -> bool:
+        return self.type_name in ("NACK", "NACK_CCX")
+
+    def brief(self) -> str:
+        """A short readable description, for check details."""
+        p = self.pds
+        t = self.type_name
+        if self.is_ack:
+            s = f"{t} ack_psn={p.get('ack_psn')} cack={p.get('cack_psn')} dpdcid={p.get('dpdcid')}"
+        elif self.is_nack:
+            s = f"{t} {p.get('nack_code_name') or hex(p.get('nack_code', 0))} psn={p.get('nack_psn', p.get('pkt_id'))}"
+        elif t in ("RUDI_REQ", "RUDI_RESP"):
+            s = f"{t} pkt_id={p.get('pkt_id')}"
+        else:
+            s = t
+        if self.ses is not None and "return_code_name" in self.ses:
+            s += f" + SES {self.ses.get('opcode_name')} {self.ses.get('return_code_name')}"
+        return s
+
+
+@dataclass
+class Seen:
+    """What one :class:`Peer` received, for the details of a verdict."""
+
+    answers: list[Answer] = field(default_factory=list)
+    bad_crc: int = 0
+    garbage: int = 0
+    foreign: int = 0
+
+    @property
+    def total(self) -> int:
+        return len(self.answers) + self.bad_crc + self.garbage
+
+    def describe(self, limit: int = 4, since: int = 0) -> str:
+        answers = self.answers[since:]
+        parts = [a.brief() for a in answers[:limit]]
+        if len(answers) > limit:
+            parts.append(f"... {len(answers) - limit} more")
+        if self.bad_crc:
+            parts.append(f"{self.bad_crc} with a bad CRC-32C trailer")
+        if self.garbage:
+            parts.append(f"{self.garbage} undecodable")
+        return "; ".join(parts) if parts else "nothing"
+
+
+_pdcids = itertools.count(random.Random(os.getpid() ^ time.time_ns()).randrange(0x1000, 0x8000))
+
+
+def fresh_spdcid() -> int:
+    """A PDCID (1..65535) this process has not used yet: each check opens its own PDC."""
+    return next(_pdcids) % 0xFFFF + 1
+
+
+def local_address_for(host: str) -> str:
+    """The source address the route towards ``host`` uses (no packet is sent)."""
+    fam = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_DGRAM) as s:
+        s.connect((host, 9))
+        return str(s.getsockname()[0])
+
+
+class Peer:
+    """One UDP socket towards ``target``; its port is the entropy value of what it sends."""
+
+    def __init__(self, target: tuple[str, int], *, local: str | None = None, port: int = 0,
+                 max_datagrams: int = MAX_DATAGRAMS):
+        self.target = (str(ipaddress.ip_address(target[0])), int(target[1]))
+        self.v6 = ipaddress.ip_address(self.target[0]).version == 6
+        self.local = local or local_address_for(self.target[0])
+        self.sock = socket.socket(socket.AF_INET6 if self.v6 else socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            self.sock.bind((self.local, port))
+            if self.v6:
+                self.sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
+                try:   # accept the zero UDP checksum UET sends (design.md "Defaults")
+                    self.sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
+                except OSError:
+                    pass
+            else:
+                self.sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+        except OSError:
+            self.sock.close()
+            raise
+        self.sport = self.sock.getsockname()[1]
+        self.max_datagrams = max_datagrams
+        self.seen = Seen()
+        self._wait_from = 0   # answers before the latest wait began (see recent())
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> "Peer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- sending ---------------------------------------------------------------------------------
+    def seal(self, body: bytes) -> bytes:
+        """``body`` followed by its CRC-32C trailer for this socket and the target (A.3)."""
+        return seal_udp(body, self.local, self.target[0], self.sport, self.target[1])
+
+    def send_raw(self, data: bytes, tos: int = TOS_DATA) -> None:
+        level, opt = ((socket.IPPROTO_IPV6, IPV6_TCLASS) if self.v6
+                      else (socket.IPPROTO_IP, socket.IP_TOS))
+        try:
+            self.sock.sendmsg([data], [(level, opt, struct.pack("i", tos))], 0, self.target)
+        except OSError:
+            self.sock.sendto(data, self.target)  # a stack without per-datagram TOS
+
+    def send(self, body: bytes, tos: int = TOS_DATA) -> bytes:
+        """Seal and send ``body``; returns the sealed datagram."""
+        pkt = self.seal(body)
+        self.send_raw(pkt, tos)
+        return pkt
+
+    # --- receiving -------------------------------------------------------------------------------
+    def _read_one(self, timeout: float) -> Answer | None | bool:
+        """One datagram within ``timeout``: an Answer, None (not one: counted), False (none came)."""
+        self.sock.settimeout(max(timeout, 1e-4))
+        try:
+            data, anc, _flags, addr = self.sock.recvmsg(65535, 64)
+        except (socket.timeout, TimeoutError, BlockingIOError):
+            return False
+        except OSError:
+            # an ICMP port unreachable surfaces as ECONNREFUSED on the next read: not an
+            # answer, and not the end of the wait either
+            time.sleep(min(timeout, 0.01))
+            return None
+        tos = 0
+        for lvl, kind, d in anc:
+            if kind in (socket.IP_TOS, IPV6_TCLASS) and d:
+                tos = d[0] if len(d) == 1 else struct.unpack("i", d[:4])[0]
+        src = (str(ipaddress.ip_address(addr[0].split("%")[0])), int(addr[1]))
+        if src[0] != self.target[0]:
+            self.seen.foreign += 1
+            return None
+        if self.seen.total >= self.max_datagrams:
+            raise Flooded(f"more than {self.max_datagrams} datagrams arrived in one check")
+        if not udp_trailer_ok(data, src[0], self.local, src[1], self.sport):
+            self.seen.bad_crc += 1
+            return None
+        d = decode_uet(data, None, trailer="crc")
+        pds = d.layer.get("pds")
+        if d.error is not None or not pds or pds.get("type_name") in (None, "TSS"):
+            self.seen.garbage += 1
+            return None
+        n = int(d.layer.get("payload_len") or 0)
+        end = len(data) - TRAILER_LEN
+        a = Answer(pds, d.layer.get("ses"), bytes(data[end - n:end]), tos, src, bytes(data))
+        self.seen.answers.append(a)
+        return a
+
+    def expect(self, match: Callable[[Answer], bool], timeout: float) -> Answer | None:
+        """The first answer for which ``match`` is true, reading for at most ``timeout`` seconds
+        (others are kept in :attr:`seen`); None when none came."""
+        deadline = time.monotonic() + timeout
+        self._wait_from = len(self.seen.answers)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            a = self._read_one(left)
+            if isinstance(a, Answer) and match(a):
+                return a
+
+    def recent(self) -> str:
+        """What arrived since the latest :meth:`expect` began (for a verdict's detail)."""
+        return self.seen.describe(since=self._wait_from)
+
+    def collect(self, quiet: float) -> list[Answer]:
+        """Every answer until ``quiet`` seconds passed (a fixed wait from now, not from the last
+        datagram, so that a chatty target cannot stretch it)."""
+        out: list[Answer] = []
+        deadline = time.monotonic() + quiet
+        while (left := deadline - time.monotonic()) > 0:
+            a = self._read_one(left)
+            if a is False:
+                break
+            if isinstance(a, Answer):
+                out.append(a)
+        return out
+
+    def anything(self, quiet: float) -> int:
+        """How many datagrams from the target (of any kind) arrive within ``quiet`` seconds."""
+        before = self.seen.total
+        self.collect(quiet)
+        return self.seen.total - before
+
+
+# --- packets -------------------------------------------------------------------------------------
+
+def send_ses(*, opcode: int = 5, message_id: int = 1, length: int = 0, job_id: int = 0,
+             memory_key: int = 0, offset: int = 0, som: bool = True, eom: bool = True,
+             message_offset: int = 0, payload_length: int | None = None) -> dict[str, Any]:
+    """The fields of a standard SES request header (D.2, D.3): by default a single-packet SEND."""
+    ses: dict[str, Any] = {"opcode": opcode, "message_id": message_id, "request_length": length,
+                           "job_id": job_id, "som": som, "eom": eom, "memory_key": memory_key,
+                           "buffer_offset": offset}
+    if not som:
+        ses["payload_length"] = length if payload_length is None else payload_length
+        ses["message_offset"] = message_offset
+    return ses
+
+
+def request(psn: int, *, spdcid: int, start: int | None = None, dpdcid: int = 0,
+            ar: bool = True, retx: bool = False, rod: bool = False, payload: bytes = b"",
+            ses: dict[str, Any] | None = None, ext: dict[str, Any] | None = None,
+            clear_psn_offset: int = 0) -> bytes:
+    """A RUD/ROD request (B.5), SYN form when ``start`` is given (psn_offset = PSN - start, C.1),
+    with a standard SES header (default: a single-packet SEND of ``payload``). No trailer."""
+    pds: dict[str, Any] = {"type": 3 if rod else 2, "next_hdr": 3, "retx": retx, "ar": ar,
+                           "syn": start is not None, "psn": psn & 0xFFFFFFFF, "spdcid": spdcid,
+                           "clear_psn_offset": clear_psn_offset}
+    if start is not None:
+        pds["psn_offset"] = (psn - start) & 0xFFF
+    else:
+        pds["dpdcid"] = dpdcid
+    if ses is None:
+        ses = send_ses(length=len(payload))
+    return uet_bytes(pds, ses, ext, payload)
+
+
+def control(ctl: int, psn: int, *, spdcid: int, dpdcid: int = 0, ar: bool = True,
+            payload: int = 0, rod: bool = False) -> bytes:
+    """A CONTROL packet (B.12) of an established PDC."""
+    return uet_bytes({"type": 11, "ctl_type": ctl, "isrod": rod, "ar": ar, "syn": False,
+                      "psn": psn & 0xFFFFFFFF, "spdcid": spdcid, "dpdcid": dpdcid,
+                      "payload": payload})
+
+
+def rudi_request(pkt_id: int, ses: dict[str, Any], payload: bytes = b"", *,
+                 retx: bool = False) -> bytes:
+    """A RUDI request (B.13) carrying a standard SES header."""
+    return uet_bytes({"type": 4, "next_hdr": 3, "retx": retx, "pkt_id": pkt_id}, ses, None, payload)
+
+
+def uud_request(ses: dict[str, Any], payload: bytes = b"") -> bytes:
+    """A UUD request (B.14) carrying a standard SES header."""
+    return uet_bytes({"type": 6, "next_hdr": 3}, ses, None, payload)

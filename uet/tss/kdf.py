@@ -1,0 +1,62 @@
+"""The TSS key derivation function (uet-facts.md F: KDF, KDF context).
+
+Owns the NIST SP 800-108 counter-mode KDF with AES-256-CMAC as its PRF, the two labels of the
+derived modes and the two context layouts. Nothing here keeps state or knows about packets.
+
+Rules:
+
+1. F: KDF - block i (an 8-bit counter starting at 1) is ``CMAC(K, [i]_8 || label || 0x00 ||
+   context || [L]_32)``, L the output length in *bits*, big-endian; the blocks are concatenated
+   and cut to the output length. The default output is 44 bytes: a 32-byte AES-256 key, then a
+   12-byte IV mask (bytes 32..43).
+2. F: Modes - cluster mode uses the label ``"U1"``, server mode ``"U2"`` (no terminating NUL: the
+   0x00 that follows is the SP 800-108 separator).
+3. F: KDF context - a 4-byte source (SSI or IPv4 address) gives 10 bytes: epoch (2, BE), rekey
+   (4, BE), source (4); a 16-byte source (IPv6 address) gives 26 bytes: 4 zero bytes, epoch (2),
+   rekey (4), source (16).
+"""
+
+from __future__ import annotations
+
+from cryptography.hazmat.primitives.ciphers import algorithms
+from cryptography.hazmat.primitives.cmac import CMAC
+
+LABEL_CLUSTER: bytes = b"U1"  # F: Modes
+LABEL_SERVER: bytes = b"U2"  # F: Modes
+KDF_OUTPUT_LEN = 44  # F: KDF (32-byte key + 12-byte IV mask)
+KEY_LEN = 32  # F: Cipher (AES-256)
+_BLOCK = 16  # AES-CMAC output size
+_MAX_BLOCKS = 255  # F: KDF - the counter is 8 bits wide
+
+
+def derive(key: bytes, label: bytes, context: bytes, length: int = KDF_OUTPUT_LEN) -> bytes:
+    """``length`` bytes of SP 800-108 counter-mode output keyed by ``key`` (F: KDF)."""
+    if len(key) != KEY_LEN:
+        raise ValueError(f"KDF key must be {KEY_LEN} bytes, got {len(key)}")
+    blocks = -(-length // _BLOCK)
+    if length < 1 or blocks > _MAX_BLOCKS:
+        raise ValueError(f"KDF output length {length} is outside 1..{_MAX_BLOCKS * _BLOCK}")
+    fixed = bytes(label) + b"\x00" + bytes(context) + (length * 8).to_bytes(4, "big")
+    out = bytearray()
+    for i in range(1, blocks + 1):
+        mac = CMAC(algorithms.AES(key))
+        mac.update(bytes((i,)) + fixed)
+        out += mac.finalize()
+    return bytes(out[:length])
+
+
+def kdf_context(*, epoch: int, rekey: int, source: bytes) -> bytes:
+    """The KDF context of F: KDF context (10 bytes for a 4-byte source, 26 for a 16-byte one)."""
+    if not 0 <= epoch <= 0xFFFF:
+        raise ValueError(f"epoch {epoch} does not fit 16 bits")
+    if not 0 <= rekey <= 0xFFFFFFFF:
+        raise ValueError(f"rekey value {rekey} does not fit 32 bits")
+    head = epoch.to_bytes(2, "big") + rekey.to_bytes(4, "big")
+    if len(source) == 4:
+        return head + bytes(source)
+    if len(source) == 16:
+        return bytes(4) + head + bytes(source)
+    raise ValueError(f"KDF source must be 4 or 16 bytes, got {len(source)}")
+
+
+__all__ = ["KDF_OUTPUT_LEN", "KEY_LEN", "LABEL_CLUSTER", "LABEL_SERVER", "derive", "kdf_context"]
