@@ -65,12 +65,18 @@ def _pair(seed: int, mode: str, sizes: list[int], mtu: int) -> tuple[Host, Host]
     return a, b
 
 
-def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int) -> list:
+def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int, *,
+           batch: int | None = None, rudi: int = 0) -> list:
     """A pair under seeded drops, duplicates and reordering until every message arrived (or
     ``steps`` rounds passed); the log of every datagram sent and every event, in order, and the
-    state at the end."""
+    state at the end. ``batch`` None: each datagram to its host in arrival order; otherwise
+    (tests/pds/test_batch_receive.py) each host takes what reaches it in runs of at most
+    ``batch`` (0: one by one), 1% of datagrams are damaged, ``rudi`` single-packet RUDI sends go
+    beside the messages, and the timers are logged too."""
     a, b = _pair(seed, mode, sizes, mtu)
     rng = random.Random(seed)
+    for _ in range(rudi):
+        a.send(B, rng.randbytes(rng.randrange(1, 300)), mode="rudi")
     log: list = []
     now = 0.0
     received = 0
@@ -83,25 +89,40 @@ def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int) -> list
                 x = rng.random()
                 if x < 0.05:
                     continue  # lost
+                if batch is not None and x > 0.99:
+                    d = bytes([d[0]]) + bytes([d[1] ^ 0x40]) + d[2:]  # damaged: bad CRC
                 net.append((dst, d, m))
                 if x > 0.97:
                     net.append((dst, d, m))  # duplicated
         for k in range(len(net) - 1):  # reordered: neighbours swap
             if rng.random() < 0.2:
                 net[k], net[k + 1] = net[k + 1], net[k]
-        for dst, d, m in net:
-            dst.receive_datagram(d, m, now)
+        if batch is None:
+            for dst, d, m in net:
+                dst.receive_datagram(d, m, now)
+        else:
+            for h in (a, b):
+                mine = [(d, m) for dst, d, m in net if dst is h]
+                if batch:
+                    for i in range(0, len(mine), batch):
+                        h.receive_datagrams(mine[i:i + batch], now)
+                else:
+                    for d, m in mine:
+                        h.receive_datagram(d, m, now)
         if not net:
             fired = fire_timers(now, a, b)
             if fired is None:
                 break
             now = fired
         for h in (a, b):
+            if batch is not None:
+                log.append((h.address, h.get_timer(), h._sweep_at))
             while (e := h.next_event()) is not None:
                 log.append((h.address, _event(e)))
                 received += type(e).__name__ == "MessageReceived"
         log.append(_state(b))
-        if received == len(sizes) and not a.pds.pdcs()[0].busy():
+        if (received == len(sizes) and not a.rudi.outstanding
+                and not a.pds.pdcs()[0].busy()):
             break
     return log + [_state(a), dict(a.stats), dict(b.stats), received]
 

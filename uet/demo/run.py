@@ -25,7 +25,7 @@ Figures (the keys of ``uet sim``'s summary, with wall-clock time):
   probes and the CLOSE included); ``retransmissions``: the sender core's count;
 * ``spurious_retransmissions``: live there is no ground truth of what the receiver had when, so
   this counts, at the receiver, datagrams with the RETX flag that the receiver core classed as
-  duplicates (its ``dup_rx`` counter went up while handling them: rule W2, a PSN it already had).
+  duplicates (rule W2, a PSN it already had: its ``retx_dup_rx``, R4 of uet/pds/endpoint.py).
   A copy that the fabric duplicated (``--dup``) of a needed retransmission is counted too, so
   with duplication it is an upper bound;
 * ``trimmed``, ``dropped`` (lost in the fabric: loss, failed path, queue overflow), ``ecn_marked``
@@ -92,9 +92,7 @@ from ..io.endpoint import SendFailed, open_endpoint
 from ..multipath.spray import SELECTOR_KINDS
 from ..net import NetConfig
 from ..payload import seeded_bytes
-from ..wire.enums import REQUEST_TYPES  # B.1 RUD/ROD requests (plain and CC)
 
-RETX = 0x10                             # the RETX flag in byte 1 of a request's PDS header
 SETTLE_S = 1.0                          # longest wait for the counters to agree after a transfer
 CLOSE_S = 1.0                           # longest wait for the PDC close (C.7)
 LIVE_BASE_RTT_US = LIVE_CC_RTT_US       # NSCC/RCCC base RTT floor (module docstring)
@@ -277,30 +275,6 @@ def socket_drops(ports: dict[str, set[int]]) -> dict[str, int] | None:
     return out if seen else None
 
 
-class SpuriousCounter:
-    """Wraps a receiving core's ``receive_datagram``: counts requests carrying RETX that the core
-    classed as duplicates (its ``dup_rx`` counter moved while handling them). See the module
-    docstring, ``spurious_retransmissions``."""
-
-    def __init__(self, core: Any):
-        self.core = core
-        self.inner = core.receive_datagram
-        self.retx_rx = 0
-        self.spurious = 0
-        core.receive_datagram = self  # the instance attribute shadows the method
-
-    def __call__(self, data: bytes, meta: Any, now: float, *, csig: int | None = None) -> None:
-        if len(data) > 1 and data[1] & RETX and (data[0] >> 3) in REQUEST_TYPES:
-            stats = self.core.stats
-            before = stats["dup_rx"]
-            self.inner(data, meta, now, csig=csig)
-            self.retx_rx += 1
-            if self.core.stats["dup_rx"] != before:
-                self.spurious += 1
-        else:
-            self.inner(data, meta, now, csig=csig)
-
-
 @asynccontextmanager
 async def _no_fabric() -> AsyncIterator[None]:
     yield None
@@ -349,7 +323,6 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
                                           epoch=(cfg.security.epoch + 1) & 0xFFFF)  # no shared IV
     async with open_endpoint((host, 0), paths=1, seed=cfg.seed ^ 0x7EC, security=rx_security,
                              **pds) as rx:
-        spy = SpuriousCounter(rx.core)
         if fcfg is not None:
             from ..fabric import open_fabric
 
@@ -374,7 +347,7 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
                                              security=cfg.security, **live, **pds) as tx:
                         entered = True
                         result = await _transfer(cfg, rx, tx, fab, msgs, want, got,
-                                                 delivered_at, failures, spy, progress, interval)
+                                                 delivered_at, failures, progress, interval)
                 except OSError:
                     if entered or fab is None or attempt == 4:
                         raise
@@ -385,7 +358,7 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
 
 async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes],
                     want: list[bytes], got: list[Any], delivered_at: list[float],
-                    failures: list[str], spy: SpuriousCounter,
+                    failures: list[str],
                     progress: Callable[[dict], None] | None, interval: float) -> dict[str, Any]:
     host = cfg.host
     total = sum(len(m) for m in msgs)
@@ -458,7 +431,7 @@ async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[byte
         if close_cs.cancelled_caught:
             failures.append(f"the PDC did not close within {CLOSE_S:g} s")
     await _settle(fab, rx, tx)
-    s = _summary(cfg, rx, tx, fab, msgs, want, got, delivered_at, failures, spy)
+    s = _summary(cfg, rx, tx, fab, msgs, want, got, delivered_at, failures)
     s.update(window.summary())
     return s
 
@@ -544,7 +517,7 @@ def _verify(cfg: DemoConfig, msgs: list[bytes], want: list[bytes], got: list[Any
 
 def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], want: list[bytes],
              got: list[Any], delivered_at: list[float], failures: list[str],
-             spy: SpuriousCounter) -> dict[str, Any]:
+             ) -> dict[str, Any]:
     total = sum(len(m) for m in msgs)
     ports = {"sender": set(tx.entropy_ports), "receiver": {s.port for s in rx.socks}}
     counters = None
@@ -583,8 +556,8 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
         "packets_total": st.get("io_tx_datagrams", 0) + sr.get("io_tx_datagrams", 0),
         "data_packets": data_pkts,
         "retransmissions": st.get("retransmissions", 0),
-        "spurious_retransmissions": spy.spurious,
-        "retransmissions_received": spy.retx_rx,
+        "spurious_retransmissions": rx.core.stats["retx_dup_rx"],  # R4 of uet/pds/endpoint.py
+        "retransmissions_received": rx.core.stats["retx_rx"],
     }
     if counters is not None:
         t = counters["totals"]

@@ -40,6 +40,7 @@ INF = math.inf
 MSG_TRUNC = int(socket.MSG_TRUNC)
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 RUN_MIN = 4  # datagrams in a row for one socket that go out in one send_batch
+META_CACHE = 4096  # DatagramMetas of arriving datagrams kept for reuse (one per 5-tuple and TOS)
 
 
 def _carries_data(data: bytes, dscp: int) -> bool:
@@ -100,6 +101,7 @@ class SocketEngine:
         self._backlog: deque = deque()
         self._first_tx: float | None = None
         self._clock = trio.current_time
+        self._metas: dict[tuple, DatagramMeta] = {}
 
     def _dispatch(self) -> None:
         """Take the host's events (the subclass's)."""
@@ -125,25 +127,42 @@ class SocketEngine:
     # --- the engine (synchronous parts: no await per datagram) ----------------------------
     def _drain(self, s: _Sock, limit: int) -> int:
         """Read up to ``limit`` datagrams of ``s`` (one ``recvmmsg`` per batch where the C twin
-        serves, uet.native.sockbatch) and hand them to the core."""
+        serves, uet.native.sockbatch) and hand them to the core in one call
+        (:meth:`Host.receive_datagrams`, one clock reading for the batch); a tagged one (T1)
+        goes alone, in its place in the order."""
         got, errors = recv_batch(s.sock, limit, self.recv_bufsize)
         io = self.io
         if errors:
             io["rx_errors"] += errors
-        core_rx, clock = self.host.receive_datagram, self._clock
         lport, local = s.port, s.local
-        Meta = DatagramMeta
+        metas = self._metas
         tpid = self.csig_tpid
         t0 = tpid[0]
+        items: list = []
+        append = items.append
         for data, src, sport, dst, tos, truncated in got:
             if truncated:
                 io["rx_truncated"] += 1
                 continue
-            meta = Meta(src, local if dst is None else dst, sport, lport, tos & 3, tos >> 2)
+            # one DatagramMeta per 5-tuple and TOS, reused: the core never changes a meta (its
+            # own caches, the initiator's per EV and the replies' per 4-tuple, rely on that too)
+            key = (src, sport, dst, tos, lport)
+            meta = metas.get(key)
+            if meta is None:
+                if len(metas) >= META_CACHE:
+                    metas.clear()
+                meta = metas[key] = DatagramMeta(src, local if dst is None else dst, sport, lport,
+                                                 tos & 3, tos >> 2)
             if data and data[0] == t0 and data[:2] == tpid:  # T1, T2
+                if items:
+                    self.host.receive_datagrams(items, self._clock())
+                    items = []
+                    append = items.append
                 self._tagged(data, meta)
                 continue
-            core_rx(data, meta, clock())
+            append((data, meta))
+        if items:
+            self.host.receive_datagrams(items, self._clock())
         n = len(got) + errors
         io["rx_datagrams"] += n
         return n

@@ -22,6 +22,9 @@ Receive, before anything else
       counted drop (``malformed``); a type this endpoint does not serve (TSS, RUDI, UUD) is
       counted as ``unsupported``. Anything else that goes wrong is a bug, not bad input: it is
       counted as ``internal_errors`` and kept (``last_error``, ``last_error_datagram`` in hex).
+  R4  counters for drivers and tests (no rule of the facts): ``retx_rx`` counts every request
+      that arrives with RETX set (trimmed, damaged or not), ``retx_dup_rx`` those of them the
+      target already had (W2 of uet/pds/target.py): the live demo's spurious retransmissions.
 
 PDC identity and establishment (target)
   T1  C.1: PDCID 0 is reserved; PDCIDs come from one 16-bit space per endpoint (initiator and
@@ -70,7 +73,8 @@ from . import fastpath
 from .config import PdsConfig
 from .datagram import CE, DSCP_CONTROL, DSCP_TRIMMED, NOT_ECT, DatagramMeta, seal
 from .initiator import CLOSED, Initiator
-from .packets import ack_bytes, nack_bytes, read_ack, read_control, read_nack, read_request
+from .packets import (REQUEST_SIZE, ack_bytes, nack_bytes, read_ack, read_control, read_nack,
+                      read_request, read_request_fields)
 from .recovery import ACKED, M32, pdiff
 from .target import OPEN, Target
 from .signals import Reflector
@@ -255,28 +259,56 @@ class Endpoint:
                 data = bytes(data)
             if fastpath.ENABLED and fastpath.receive_request(self, data, meta, now):
                 return  # an in-window request of an open PDC (its twin: uet.pds.fastpath)
-            n = len(data)
-            if meta.dscp == DSCP_TRIMMED:  # R1
-                self._on_trimmed(data, meta)
-                return
-            if n < 4 + TRAILER_LEN:
-                stats["bad_crc" if n >= TRAILER_LEN else "malformed"] += 1
-                return
-            end = n - TRAILER_LEN  # R2
-            seed = udp_seed(meta.src, meta.dst, meta.sport, meta.dport, UDP_HEADER_LEN + n)
-            if _crc_prefix(data, end, seed) != _INT(data[end:], "big"):
-                stats["bad_crc"] += 1
-                return
-            ptype = data[0] >> 3
-            handler = self._handlers.get(ptype)
-            if handler is None:
-                stats["unsupported"] += 1
-                return
-            handler(data, end, ptype, meta, now)
+            self._receive(data, meta, now)
         except DecodeError:
             stats["malformed"] += 1  # R3: what the wire layer cannot decode
         except Exception as exc:  # R3: a bug, counted and kept, never raised to the caller
             self._internal_error(exc, data)
+
+    def receive_datagrams(self, items: list[tuple[bytes, DatagramMeta]], now: float) -> None:
+        """:meth:`receive_datagram` for each ``(data, meta)`` of ``items``, in order, at ``now``
+        (none with a CSIG tag): the same steps in one loop (the driver's batch, design.md
+        "Performance")."""
+        self._now = now
+        stats = self.stats_counter
+        stats["rx_datagrams"] += len(items)
+        fast = fastpath.receive_request if fastpath.ENABLED else None
+        rx = self._receive
+        for data, meta in items:
+            try:
+                if type(data) is not bytes:
+                    data = bytes(data)
+                if fast is None or not fast(self, data, meta, now):
+                    rx(data, meta, now)
+            except DecodeError:
+                stats["malformed"] += 1  # R3
+            except Exception as exc:  # R3
+                self._internal_error(exc, data)
+
+    def _receive(self, data: bytes, meta: DatagramMeta, now: float) -> None:
+        """R1, R2 and the dispatch of a datagram the fast twin did not take (R3 is the
+        caller's)."""
+        stats = self.stats_counter
+        n = len(data)
+        if n >= REQUEST_SIZE and data[0] >> 3 in REQUEST_TYPES and read_request_fields(data)[1]:
+            stats["retx_rx"] += 1  # R4: every request that came with RETX, whatever follows
+        if meta.dscp == DSCP_TRIMMED:  # R1
+            self._on_trimmed(data, meta)
+            return
+        if n < 4 + TRAILER_LEN:
+            stats["bad_crc" if n >= TRAILER_LEN else "malformed"] += 1
+            return
+        end = n - TRAILER_LEN  # R2
+        seed = udp_seed(meta.src, meta.dst, meta.sport, meta.dport, UDP_HEADER_LEN + n)
+        if _crc_prefix(data, end, seed) != _INT(data[end:], "big"):
+            stats["bad_crc"] += 1
+            return
+        ptype = data[0] >> 3
+        handler = self._handlers.get(ptype)
+        if handler is None:
+            stats["unsupported"] += 1
+            return
+        handler(data, end, ptype, meta, now)
 
     def _internal_error(self, exc: BaseException, data: bytes) -> None:
         self.stats_counter["internal_errors"] += 1

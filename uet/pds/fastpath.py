@@ -73,6 +73,8 @@ def receive_request(ep: Any, data: bytes, meta: DatagramMeta, now: float) -> boo
     if not ep.take(t.peer, next_hdr, memoryview(data)[REQUEST_SIZE:end], now):
         return False
     plen = end - REQUEST_SIZE
+    if retx:
+        ep.stats_counter["retx_rx"] += 1  # R4 of uet/pds/endpoint.py
     t.last_rx = now
     t.record(psn, d, plen, clear_offset)
     if t.rod:

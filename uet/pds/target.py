@@ -132,6 +132,8 @@ class Target(PdcSide):
                              retx=r.retx, payload=(cack + 1) & M32)
                 return
             ep.stats_counter["dup_rx"] += 1  # W2
+            if r.retx:
+                ep.stats_counter["retx_dup_rx"] += 1  # R4 of uet/pds/endpoint.py
             self.send_ack(meta, psn, retx=r.retx, ce=ce)
             return
         if d > self.size:  # W3
