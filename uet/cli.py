@@ -32,17 +32,12 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     from .capture.pcap import CaptureError, CaptureStopped, read_frames
     from .wire.schema import Options
 
-    open_tss = None
-    if args.sd_key:
-        from .tss.capture import capture_opener
-        from .tss.keys import KeyFileError
+    from .capture.keys import capture_key
 
-        try:
-            open_tss = capture_opener(args.sd_key, sdi=args.sdi, mode=args.tss_mode,
-                                      aad=args.tss_aad)
-        except (KeyFileError, ValueError) as exc:
-            print(f"uet decode: {exc}", file=sys.stderr)
-            return 2
+    try:
+        open_tss = capture_key(args)
+    except cliargs.UsageError as exc:
+        return exc.report("uet decode")
     cfg = DecodeConfig(
         ports=tuple(args.port or [UET_UDP_PORT]),
         trailer=args.trailer,
@@ -161,6 +156,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _add_decode(sub: Any) -> None:
     from .capture.frame import CSIG_ETHERTYPE
+    from .capture.keys import add_capture_key
 
     dec = sub.add_parser("decode", help="decode UET and RoCEv2 frames of a pcap/pcapng file",
                          description="Decode every frame of a pcap or pcapng capture (Ethernet, raw IP, "
@@ -185,24 +181,10 @@ def _add_decode(sub: Any) -> None:
                      metavar="ETHERTYPE",
                      help="EtherType of the CSIG congestion-signalling tag, hex (0x...) or decimal; "
                           f"uet-facts E.4 fixes none (default 0x{CSIG_ETHERTYPE:04x})")
-    dec.add_argument("--sd-key", metavar="FILE",
-                     help="decrypt TSS frames with this secure-domain key file (64 hex digits, "
-                          "owner-readable only), as Wireshark decrypts TLS with a key log; "
-                          "without it a TSS frame shows its header and is reported encrypted")
-    dec.add_argument("--sdi", type=_sdi, default=None, metavar="N",
-                     help="with --sd-key: the key's secure domain index (default: any SDI)")
-    dec.add_argument("--tss-mode", choices=("direct", "cluster", "server"), default="direct",
-                     help="with --sd-key: how the key is used (F; default direct)")
-    dec.add_argument("--tss-aad", choices=("addresses", "header", "entropy"), default="addresses",
-                     help="with --sd-key: the AAD rule the sender used over UDP (default "
-                          "addresses; see uet send --help)")
+    add_capture_key(dec)
     dec.set_defaults(func=_cmd_decode)
 
 
-def _sdi(text: str) -> int:
-    from .tss.options import sdi
-
-    return sdi(text)
 
 
 def _add_wireshark(sub: Any) -> None:
@@ -219,6 +201,8 @@ def _add_wireshark(sub: Any) -> None:
 
 
 def _add_analyze(sub: Any) -> None:
+    from .capture.keys import add_capture_key
+
     an = sub.add_parser("analyze", help="read a capture as a conversation: PDCs, retransmissions, "
                                         "NACKs, trims, violations; a ladder diagram",
                         description="Find the UET frames of a pcap/pcapng capture (every link type "
@@ -238,6 +222,7 @@ def _add_analyze(sub: Any) -> None:
                     help="print a ladder diagram of one PDC: its index in the report (1, 2 ...) "
                          "or ADDR:PDCID of either end")
     an.add_argument("--svg", metavar="OUT.svg", help="with --ladder: also write it as SVG")
+    add_capture_key(an)
     an.set_defaults(func=_cmd_analyze)
 
 

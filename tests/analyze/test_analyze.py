@@ -455,3 +455,20 @@ def test_interop_pcaps(capsys, pcap):
     a = analyze(capsys, pcap)
     assert tuple(a) == KEYS and a["frames"] > 0
     assert all(tuple(p) == PDC_KEYS for p in a["pdcs"])
+
+
+def test_a_protected_demo_capture_is_accounted_for_with_its_key(capsys, tmp_path):
+    """Issue 18 item 3 for uet analyze: with --sd-key the TSS frames of a protected demo are read
+    decrypted (a verified tag confirms a frame as a trailer does) and the capture tells the
+    same story as the demo's own counters; without the key there is no PDC to see."""
+    pcap = tmp_path / "tss.pcap"
+    rc, out, err = run(capsys, "demo", "--tss", "--loss", "0.01", "--trim", "0.05", "--bytes",
+                       "1m", "--capture", str(pcap), "--json", "--timeout", "30")
+    assert rc == 0, err[-2000:]
+    d = json.loads(out)
+    assert d["ok"] is True
+    a = analyze(capsys, pcap, "--sd-key", str(pcap) + ".key")
+    assert a["pdc_count"] == 1 and a["violations"] == 0 and a["broken"] == []
+    assert a["trimmed"] == d["trimmed"] and a["ce_marked"] == d["ecn_marked"]
+    assert a["retransmissions"] == d["retransmissions_received"] <= d["retransmissions"]
+    assert analyze(capsys, pcap)["pdc_count"] == 0

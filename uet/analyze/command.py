@@ -17,8 +17,10 @@ import contextlib
 import json
 import os
 import sys
+from typing import Any
 
 from .. import cliargs
+from ..capture.keys import capture_key
 from ..capture.pcap import CaptureError
 from .conversation import analyze
 from .intake import read_capture
@@ -40,6 +42,10 @@ def run(args: argparse.Namespace) -> int:
     if args.svg is not None and spec is None:
         return cliargs.UsageError("argument --svg: draws the PDC that --ladder names; give "
                                   "--ladder PDC too").report(PROG)
+    try:
+        open_tss = capture_key(args)
+    except cliargs.UsageError as exc:
+        return exc.report(PROG)
     svg = None
     if args.svg is not None:
         try:
@@ -47,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         except cliargs.UsageError as exc:
             return exc.report(PROG)
     try:
-        return _run(args, spec, svg)
+        return _run(args, spec, svg, open_tss)
     finally:
         if svg is not None:
             svg.close()
@@ -61,9 +67,10 @@ def _drop(svg) -> None:
             os.unlink(svg.name)
 
 
-def _run(args: argparse.Namespace, spec: tuple | None, svg) -> int:
+def _run(args: argparse.Namespace, spec: tuple | None, svg, open_tss: Any = None) -> int:
     try:
-        intake = read_capture(args.file, tuple(args.port) if args.port else None)
+        intake = read_capture(args.file, tuple(args.port) if args.port else None,
+                              open_tss=open_tss)
     except CaptureError as exc:
         _drop(svg)
         print(f"{PROG}: {' '.join(str(exc).splitlines())}", file=sys.stderr)

@@ -89,9 +89,12 @@ def _pkt(obj: dict[str, Any], ts: float) -> Pkt | None:
     pds = u.get("pds") or {}
     crc = u.get("crc") or {}
     name = pds.get("type_name") or ("TSS" if "tss" in u else "?")
+    ok = crc.get("ok")
+    if (u.get("tss") or {}).get("authenticated"):
+        ok = True  # F: a tag that verified vouches for the frame as a CRC-32C trailer does (A.3)
     return Pkt(obj["frame"], ts, ip["src"], ip["dst"], udp.get("sport"), udp.get("dport"),
                ip["dscp"], ip["ecn"], pds, u.get("ses"), crc.get("value") if crc.get("ok") else None,
-               crc.get("ok"), name)
+               ok, name)
 
 
 def _keys(p: Pkt) -> tuple[tuple | None, tuple | None]:
@@ -108,10 +111,11 @@ def _keys(p: Pkt) -> tuple[tuple | None, tuple | None]:
 
 
 class _Reader:
-    def __init__(self, name: str, ports: tuple[int, ...] | None):
+    def __init__(self, name: str, ports: tuple[int, ...] | None, open_tss: Any = None):
         self.intake = Intake(name)
         self.ports = ports
-        self.known = DecodeConfig(ports=ports or (UET_UDP_PORT,))
+        self.open_tss = open_tss
+        self.known = DecodeConfig(ports=ports or (UET_UDP_PORT,), open_tss=open_tss)
         self.seen: list[tuple[Pkt, bool]] = []          # (record, confirmed)
         self.loose_broken: list[tuple[Broken, tuple]] = []  # broken on an unknown port: (it, ends)
 
@@ -132,7 +136,8 @@ class _Reader:
         udp = obj.get("udp")
         if self.ports is not None or udp is None or "roce" in obj:
             return
-        alt = decode_frame(linktype, raw, n, DecodeConfig(ports=(udp["dport"],))).obj
+        alt = decode_frame(linktype, raw, n, DecodeConfig(ports=(udp["dport"],),
+                                                          open_tss=self.open_tss)).obj
         if "uet" not in alt:
             return
         ip = alt["ip"]
@@ -183,11 +188,13 @@ class _Reader:
 
 
 def collect(frames: Iterable[tuple[int, bytes, float]], name: str,
-            ports: tuple[int, ...] | None = None) -> Intake:
+            ports: tuple[int, ...] | None = None, open_tss: Any = None) -> Intake:
     """The UET frames among ``frames`` ((link type, bytes, timestamp) each, as
     :func:`uet.capture.pcap.read_frames` yields them). A :class:`CaptureStopped` raised by the
-    iterator ends reading with ``stopped`` set; any other capture error propagates."""
-    r = _Reader(name, ports)
+    iterator ends reading with ``stopped`` set; any other capture error propagates.
+    ``open_tss``: an opener of uet.tss.capture, so that TSS frames are read decrypted (a frame
+    whose tag verified counts as one whose trailer did)."""
+    r = _Reader(name, ports, open_tss)
     try:
         for n, (linktype, raw, ts) in enumerate(frames, 1):
             r.intake.frames = n
@@ -199,9 +206,10 @@ def collect(frames: Iterable[tuple[int, bytes, float]], name: str,
     return r.settle()
 
 
-def read_capture(path: str, ports: tuple[int, ...] | None = None) -> Intake:
+def read_capture(path: str, ports: tuple[int, ...] | None = None, *,
+                 open_tss: Any = None) -> Intake:
     """The UET frames of the capture at ``path`` (``-``: stdin). Raises
     :class:`uet.capture.pcap.CaptureError` when the file cannot be read at all; a damaged record
     after readable frames ends reading with ``stopped`` set instead."""
-    return collect(read_frames(path), path, ports)
+    return collect(read_frames(path), path, ports, open_tss)
 
