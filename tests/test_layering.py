@@ -85,6 +85,11 @@ RULES = [  # (these modules, never reach these)
     ("uet.host", ("uet.io", "uet.sim") + CLI),
     ("uet.net", ("uet.io", "uet.sim", "uet.pds", "uet.ses") + CLI),
     ("uet.wire", ("uet.pds", "uet.ses", "uet.io", "uet.sim") + CLI),
+    # TSS sits below the PDS (H5 of uet/host.py puts it at the host's edge; issue 18)
+    ("uet.tss", ("uet.pds", "uet.ses", "uet.host", "uet.io", "uet.sim")),
+    # the conformance peer judges another implementation with nothing of this one's core (issue 16)
+    ("uet.conformance", ("uet.pds", "uet.ses", "uet.host", "uet.io", "uet.sim")),
+    ("uet.roce", ("uet.pds", "uet.ses", "uet.host", "uet.io") + CLI),
 ]
 
 
@@ -96,7 +101,8 @@ def test_layers_reach_only_what_is_below_them(src, banned):
 
 
 @pytest.mark.parametrize("src", ["uet.pds", "uet.ses", "uet.cms", "uet.host", "uet.net",
-                                 "uet.wire", "uet.native", "uet.multipath"])
+                                 "uet.wire", "uet.native", "uet.multipath", "uet.tss",
+                                 "uet.roce"])
 def test_the_protocol_core_is_sans_io(src):
     """principle 3: trio appears in uet.io (and the tools around it) only."""
     bad = sorted(m for m in MODS if _under(m, src)
