@@ -33,10 +33,12 @@ Rules (numbered; tests name them):
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
+from .. import wire
+
 PFC_ETHERTYPE = 0x8808      # [Q] MAC control
+ETH_LEN, PFC_LEN = wire.codec("eth").min_size, wire.codec("pfc").min_size  # 14, 20
 PFC_OPCODE = 0x0101         # [Q] priority-based flow control
 PFC_DST_MAC = bytes.fromhex("0180c2000001")  # [Q] the reserved MAC control multicast address
 QUANTUM_BITS = 512          # [Q] one pause quantum is 512 bit times
@@ -47,25 +49,28 @@ PFC_FRAME_BYTES = 64        # a minimum Ethernet frame (60 bytes + FCS)
 
 def pause_frame(priority: int, quanta: int, src_mac: bytes = bytes.fromhex("020000000003")) -> bytes:
     """[Q] a PFC frame pausing ``priority`` for ``quanta`` (0: resume), padded to 60 bytes (the
-    FCS is not part of a capture)."""
+    FCS is not part of a capture); built from the schema's ``eth`` and ``pfc`` declarations."""
     if not 0 <= priority <= 7 or not 0 <= quanta <= MAX_QUANTA:
         raise ValueError("priority 0-7, quanta 0-65535")
-    times = [0] * 8
-    times[priority] = quanta
-    body = struct.pack(">HH8H", PFC_OPCODE, 1 << priority, *times)
-    frame = PFC_DST_MAC + src_mac + struct.pack(">H", PFC_ETHERTYPE) + body
+    times = {f"pause_quanta_{n}": quanta if n == priority else 0 for n in range(8)}
+    frame = (wire.encode("eth", {"dst": int.from_bytes(PFC_DST_MAC, "big"),
+                                 "src": int.from_bytes(src_mac, "big"), "ethertype": PFC_ETHERTYPE})
+             + wire.encode("pfc", {"opcode": PFC_OPCODE, "class_enable": 1 << priority, **times}))
     return frame + bytes(60 - len(frame))
 
 
 def parse_pause(frame: bytes) -> tuple[int, int] | None:
     """(class-enable vector, the quanta of the lowest enabled priority) of a PFC frame, else None."""
-    if len(frame) < 34 or frame[12:16] != struct.pack(">HH", PFC_ETHERTYPE, PFC_OPCODE):
+    if len(frame) < ETH_LEN + PFC_LEN:
         return None
-    vec = struct.unpack(">H", frame[16:18])[0]
-    times = struct.unpack(">8H", frame[18:34])
+    eth = wire.decode("eth", frame)
+    pfc = wire.decode("pfc", frame, ETH_LEN)
+    if eth["ethertype"] != PFC_ETHERTYPE or pfc["opcode"] != PFC_OPCODE:
+        return None
+    vec = pfc["class_enable"]
     for p in range(8):
         if vec >> p & 1:
-            return vec, times[p]
+            return vec, pfc[f"pause_quanta_{p}"]
     return vec, 0
 
 

@@ -47,11 +47,11 @@ Rules (numbered; tests name them):
 
 from __future__ import annotations
 
-import struct
 from typing import Callable
 
 from .. import native
 from ..wire.build import udp_headers
+from ..wire.fast import fast
 from .dcqcn import INF, CnpGate, DcqcnParams, DcqcnRp
 
 ROCE_UDP_PORT = 4791            # G.1
@@ -89,11 +89,33 @@ def timeout_for(exponent: int) -> float:
     return IB_TIMEOUT_UNIT * (1 << exponent)
 
 
+# The headers come from the schema's declarations (uet.wire.roce_headers), never packed by hand.
+_BTH = fast("roce.bth").layout()
+_BTH_CONST = _BTH.const({"p_key": 0xFFFF})  # P_Key 0xFFFF, TVer 0
+_AETH = fast("roce.aeth").layout()
+_RETH = fast("roce.reth").layout()
+_read_bth = _BTH.reader("opcode", "dest_qp", "psn", "ack_req")
+_read_syndrome = _AETH.reader("syndrome")
+
+
 def bth(opcode: int, dest_qp: int, psn: int, *, ack_req: bool = False, becn: bool = False,
         pad: int = 0) -> bytes:
     """G.2: the 12 BTH bytes (P_Key 0xFFFF, TVer 0)."""
-    return struct.pack(">BBHII", opcode, pad << 4, 0xFFFF, (becn << 30) | (dest_qp & 0xFFFFFF),
-                       (ack_req << 31) | (psn % PSN_MOD))
+    put = _BTH.put
+    return (_BTH_CONST | put("opcode", opcode) | put("pad_cnt", pad) | put("becn", becn)
+            | put("dest_qp", dest_qp) | put("ack_req", ack_req)
+            | put("psn", psn % PSN_MOD)).to_bytes(BTH_LEN, "big")
+
+
+def aeth(syndrome: int, msn: int) -> bytes:
+    """G.4: the 4 AETH bytes."""
+    return (_AETH.put("syndrome", syndrome) | _AETH.put("msn", msn)).to_bytes(AETH_LEN, "big")
+
+
+def reth(virtual_address: int, r_key: int, dma_length: int) -> bytes:
+    """G.4: the 16 RETH bytes."""
+    return _RETH.const({"virtual_address": virtual_address, "r_key": r_key,
+                        "dma_length": dma_length}).to_bytes(RETH_LEN, "big")
 
 
 class Framer:
@@ -123,9 +145,9 @@ def icrc_ok(frame: bytes) -> bool:
 
 def parse(frame: bytes) -> tuple[int, int, int, bool, int]:
     """(opcode, dest QP, PSN, A bit, AETH syndrome or -1) of a RoCEv2 frame from :class:`Framer`."""
-    op, _, _, w1, w2 = struct.unpack_from(">BBHII", frame, HDRS)
-    syn = frame[HDRS + BTH_LEN] if op == OP_ACK else -1
-    return op, w1 & 0xFFFFFF, w2 & 0xFFFFFF, bool(w2 >> 31), syn
+    op, dest_qp, psn, ack_req = _read_bth(frame, HDRS)
+    syn = _read_syndrome(frame, HDRS + BTH_LEN)[0] if op == OP_ACK else -1
+    return op, dest_qp, psn, bool(ack_req), syn
 
 
 class QpSender:
@@ -177,7 +199,7 @@ class QpSender:
         pad = -len(chunk) % 4
         head = bth(op, self.dest_qpn, self.psn0 + i, ack_req=i == n - 1, pad=pad)
         if op in (OP_WRITE_FIRST, OP_WRITE_ONLY):
-            head += struct.pack(">QII", self.va, self.rkey, len(self.payload))
+            head += reth(self.va, self.rkey, len(self.payload))
         frame = self.framer.frame(self.dst, self.sport, self.dscp, ECT0,
                                   head + chunk + bytes(pad))
         if i < self.highest:
@@ -278,8 +300,8 @@ class QpReceiver:
         self.complete_at: float | None = None
 
     def _ack(self, syndrome: int, idx: int) -> bytes:
-        body = bth(OP_ACK, self.peer_qpn, self.psn0 + idx) + bytes((syndrome,)) + \
-            (1 if self.complete_at is not None else 0).to_bytes(3, "big")  # MSN: messages done
+        body = bth(OP_ACK, self.peer_qpn, self.psn0 + idx) + aeth(
+            syndrome, 1 if self.complete_at is not None else 0)  # MSN: messages done
         return self.framer.frame(self.dst, self.sport, self.ack_dscp, 0, body)
 
     def cnp(self) -> bytes:

@@ -18,7 +18,7 @@ from typing import Callable
 
 from .domain import SecureDomain
 from .keys import read_key_file
-from .layer import open_frame
+from .layer import open_frame, parse_header
 
 #: (UET bytes from the security header, IP source, IP destination, UDP source port, trimmed)
 #: -> (plaintext after the security header, authenticated), or None when the key does not open it
@@ -37,9 +37,10 @@ def opener_for_key(key: bytes, *, sdi: int | None = None, mode: str = "direct",
 
     def open_tss(uet: bytes, src: bytes, dst: bytes, sport: int,
                  trimmed: bool = False) -> tuple[bytes, bool] | None:
-        if len(uet) < 4:
+        h = parse_header(uet)
+        if h is None:
             return None
-        index = int.from_bytes(uet[1:4], "big") if sdi is None else sdi  # B.15: SDI, 24 bits
+        index = h[4] if sdi is None else sdi  # B.15: the SDI the frame names
         _header, plain = open_frame(uet, src=_address(src), dst=_address(dst), sport=sport,
                                     domains=(SecureDomain(sdi=index, key=key, mode=mode),),
                                     aad=aad, trimmed=trimmed)
