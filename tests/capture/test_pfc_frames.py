@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
@@ -30,17 +29,6 @@ def frame(vector: int, times: list[int], opcode: int = 0x0101, rsvd: int = 0) ->
     return raw + bytes(60 - len(raw))
 
 
-def decode(capsys, tmp_path: Path, frames: list[bytes]) -> list[dict]:
-    path = tmp_path / "p.pcap"
-    with open(path, "wb") as fh:
-        w = PcapWriter(fh)
-        for i, f in enumerate(frames):
-            w.write(i * 1e-6, f)
-        w.flush()
-    assert main(["decode", "--json", str(path)]) == 0
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-
-
 def test_the_header_is_declared_once_with_its_reference():
     assert PFC in NET_HEADERS and C.min_size == C.max_size == 20
     assert PFC.ref == "IEEE 802.1Qbb"
@@ -59,16 +47,16 @@ def test_schema_codec_reads_what_uet_roce_pfc_builds(prio, quanta):
     assert C.encode(fields) == raw[14:34]
 
 
-def test_xoff_and_xon_decode_clean(capsys, tmp_path):
-    xoff, xon = decode(capsys, tmp_path, [pause_frame(3, 0xFFFF, SRC), pause_frame(3, 0, SRC)])
+def test_xoff_and_xon_decode_clean(decode_json):
+    xoff, xon = decode_json([pause_frame(3, 0xFFFF, SRC), pause_frame(3, 0, SRC)])
     assert xoff == {"frame": 1, "pfc": {"opcode": 257, "opcode_name": "PFC", "class_enable": 8,
                                         "pause_quanta": [0, 0, 0, 0xFFFF, 0, 0, 0, 0]},
                     "problems": []}
     assert xon["pfc"]["pause_quanta"] == [0] * 8 and xon["problems"] == [] and "error" not in xon
 
 
-def test_several_priorities_in_one_frame(capsys, tmp_path):
-    (obj,) = decode(capsys, tmp_path, [frame(0b10000101, [7, 0, 9, 0, 0, 0, 0, 65535])])
+def test_several_priorities_in_one_frame(decode_json):
+    (obj,) = decode_json([frame(0b10000101, [7, 0, 9, 0, 0, 0, 0, 65535])])
     assert obj["pfc"]["class_enable"] == 0x85
     assert obj["pfc"]["pause_quanta"] == [7, 0, 9, 0, 0, 0, 0, 65535] and obj["problems"] == []
 

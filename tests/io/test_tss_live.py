@@ -11,6 +11,7 @@ import json
 import os
 import random
 import subprocess
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -32,6 +33,14 @@ def sha(b: bytes) -> str:
 def sec(epoch: int, role: str = "client") -> SecurityConfig:
     return SecurityConfig(domains=(SecureDomain(sdi=1, key=KEY, role=role),), send_sdi=1,
                           epoch=epoch)
+
+
+@asynccontextmanager
+async def protected_pair(epoch: int):
+    """A receiver and a 4-path sender protected with TSS, each with an epoch of its own."""
+    async with open_endpoint((LO, 0), security=sec(epoch + 1, "server")) as srv, \
+            open_endpoint(None, peer_port=srv.port, paths=4, security=sec(epoch)) as cli:
+        yield srv, cli
 
 
 def forge(peer: Peer, n: int = 20) -> None:
@@ -66,8 +75,7 @@ async def test_without_tss_the_forgery_is_delivered():
 async def test_h5_with_tss_the_forgery_is_dropped_and_a_protected_transfer_completes():
     data = random.Random(1).randbytes(4 << 20)
     with trio.fail_after(60):
-        async with open_endpoint((LO, 0), security=sec(2, "server")) as srv, \
-                open_endpoint(None, peer_port=srv.port, paths=4, security=sec(1)) as cli:
+        async with protected_pair(1) as (srv, cli):
             h = cli.send_nowait(LO, data)
             forger = Peer((LO, srv.port))
             forge(forger)
@@ -125,8 +133,7 @@ async def test_protected_requests_are_counted_per_entropy_port():
     """paths_used reads the PDS type, which TSS hides: protected data counts by its DSCP."""
     data = random.Random(2).randbytes(1 << 20)
     with trio.fail_after(30):
-        async with open_endpoint((LO, 0), security=sec(4, "server")) as srv, \
-                open_endpoint(None, peer_port=srv.port, paths=4, security=sec(3)) as cli:
+        async with protected_pair(3) as (srv, cli):
             await cli.send(LO, data)
             st = cli.stats
     assert st["paths_used"] == 4

@@ -142,27 +142,11 @@ def test_q2_a_bad_icrc_is_dropped():
 
 # --- SEND (Q1 with op="send"), decoded by ``uet decode --json`` ---------------------------------
 
-def decode_cli(frames, tmp_path, capsys):
-    import json
-
-    from uet.cli import main
-    from uet.sim.frames import PcapWriter
-
-    path = tmp_path / "q.pcap"
-    with open(path, "wb") as fh:
-        w = PcapWriter(fh)
-        for i, f in enumerate(frames):
-            w.write(i * 1e-6, f)
-        w.flush()
-    assert main(["decode", "--json", str(path)]) == 0
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-
-
-def test_q1_send_of_three_packets_opcodes_psn_and_no_reth(tmp_path, capsys):
+def test_q1_send_of_three_packets_opcodes_psn_and_no_reth(decode_json):
     n = 2 * MTU + 102                     # 3 packets, the last of 102 bytes: pad 2
     tx, rx = pair(nbytes=n, psn0=0xFFFFFF, op="send")
     frames = send_all(tx)
-    objs = decode_cli(frames * 4, tmp_path, capsys)  # the fast reader compiles a kind at its 3rd
+    objs = decode_json(frames * 4)  # the fast reader compiles a kind at its 3rd
     for k in (3, 6, 9):
         assert objs[:3] == [dict(o, frame=o["frame"] - k) for o in objs[k:k + 3]]
     bths = [o["roce"]["bth"] for o in objs[:3]]
@@ -179,7 +163,7 @@ def test_q1_send_of_three_packets_opcodes_psn_and_no_reth(tmp_path, capsys):
     # the responder takes them in order and answers the A bit with one ACK
     back = [a for f in frames for a in rx.on_data(f, 1e-6)]
     assert len(back) == 1 and rx.complete_at == 1e-6 and rx.placed_bytes == n
-    (ack,) = decode_cli(back, tmp_path, capsys)
+    (ack,) = decode_json(back)
     assert ack["roce"]["bth"]["opcode"] == 0x11 and ack["roce"]["bth"]["psn"] == 1
     assert ack["roce"]["aeth"]["syndrome"] == 0x1F and ack["roce"]["aeth"]["msn"] == 1
     assert ack["roce"]["icrc"]["ok"] and not ack["problems"]

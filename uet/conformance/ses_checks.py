@@ -74,6 +74,12 @@ def _rc(a: Answer) -> str:
     return str(a.ses.get("return_code_name")) if a.ses else "none"
 
 
+def want_rc(a: Answer, sent: str, code: str, why: str = "") -> None:
+    """The SES response of ``a`` must carry return code ``code`` (D.8); else the check fails."""
+    if _rc(a) != code:
+        raise Fail(f"{sent}; response {_rc(a)}; expected {code}{why}")
+
+
 def _region(ctx: Context, need: int = 16) -> tuple[int, int]:
     if ctx.mkey is None:
         raise Skip("needs a memory region the target exposes: give --mkey KEY:LEN")
@@ -110,10 +116,9 @@ def ses_bad_mkey(ctx: Context) -> str:
         key ^= 1
     a = op(f"an 8-byte WRITE to memory key 0x{key:016x}",
            send_ses(opcode=WRITE, length=8, memory_key=key), bytes(8))
-    if _rc(a) != "BAD_MKEY":
-        raise Fail(f"sent a WRITE to the unregistered memory key 0x{key:016x}; response "
-                   f"{_rc(a)}; expected BAD_MKEY (D.8 0x1C)")
-    return f"sent a WRITE to the unregistered memory key 0x{key:016x}; response BAD_MKEY"
+    sent = f"sent a WRITE to the unregistered memory key 0x{key:016x}"
+    want_rc(a, sent, "BAD_MKEY", " (D.8 0x1C)")
+    return f"{sent}; response BAD_MKEY"
 
 
 @check("ses_write_read", "D.1", "must")
@@ -123,13 +128,9 @@ def ses_write_read(ctx: Context) -> str:
     op = _Op(ctx, ctx.establish())
     data = ctx.rng.randbytes(8)
     a = op("an 8-byte WRITE", send_ses(opcode=WRITE, length=8, memory_key=key), data)
-    if _rc(a) != "OK":
-        raise Fail(f"sent an 8-byte WRITE at offset 0 of key 0x{key:x}; response {_rc(a)}; "
-                   "expected OK")
+    want_rc(a, f"sent an 8-byte WRITE at offset 0 of key 0x{key:x}", "OK")
     b = op("an 8-byte READ", send_ses(opcode=READ, length=8, memory_key=key))
-    if _rc(b) != "OK":
-        raise Fail(f"sent an 8-byte READ at offset 0 of key 0x{key:x}; response {_rc(b)}; "
-                   "expected OK")
+    want_rc(b, f"sent an 8-byte READ at offset 0 of key 0x{key:x}", "OK")
     if b.pds.get("next_hdr") not in (5, 6):
         raise Skip("the READ's ACK carries a response without data (D.7): the data travels "
                    "separately, which this suite does not follow")
@@ -152,8 +153,7 @@ def ses_atomic(ctx: Context) -> str:
         # the operand little-endian (uet's SES); a big-endian target adds it byte-swapped
         a = op(what, send_ses(opcode=FETCHING_ATOMIC, length=8, memory_key=key, offset=8),
                add.to_bytes(8, "little"), ext)
-        if _rc(a) != "OK":
-            raise Fail(f"sent {what}; response {_rc(a)}; expected OK (D.6, D.8)")
+        want_rc(a, f"sent {what}", "OK", " (D.6, D.8)")
         if len(a.payload) < 8:
             raise Skip(f"sent {what}; the response carried {len(a.payload)} bytes of data, not the "
                        "old value (data sent separately is not followed)")
@@ -174,7 +174,6 @@ def ses_out_of_range(ctx: Context) -> str:
     op = _Op(ctx, ctx.establish())
     a = op(f"an 8-byte WRITE at offset {length}",
            send_ses(opcode=WRITE, length=8, memory_key=key, offset=length), bytes(8))
-    if _rc(a) != "AT_OUT_OF_RANGE":
-        raise Fail(f"sent an 8-byte WRITE at offset {length} of the {length}-byte region 0x{key:x}; "
-                   f"response {_rc(a)}; expected AT_OUT_OF_RANGE (D.8 0x0C)")
+    want_rc(a, f"sent an 8-byte WRITE at offset {length} of the {length}-byte region 0x{key:x}",
+            "AT_OUT_OF_RANGE", " (D.8 0x0C)")
     return f"sent an 8-byte WRITE at offset {length} of a {length}-byte region; AT_OUT_OF_RANGE"
