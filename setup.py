@@ -45,7 +45,7 @@ class EggInfoWithNative(egg_info):
     type stubs to the source file list, so that an sdist (and a wheel built
     from it, as ``python -m build`` does) still has what the C build needs."""
 
-    EXTRA = ["native/*.c", "native/*.h", "native/*.py", "uet/native/*.pyi", "uet/native/py.typed"]
+    EXTRA = ["native/*.c", "native/*.h", "native/*.cdef", "native/*.py", "uet/native/*.pyi", "uet/native/py.typed"]
 
     def find_sources(self):
         super().find_sources()

@@ -14,6 +14,10 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = ["crc32c.c", "icrc.c", "reasm.c", "mmsg.c"]
+# A later C module NAME.c declares what Python may call in NAME.cdef beside it (its own header is
+# NAME.h): each is compiled and declared here without this file changing.
+MODULES = sorted(os.path.splitext(f)[0] for f in os.listdir(HERE) if f.endswith(".cdef"))
+SOURCES += [m + ".c" for m in MODULES]
 
 # Data pointers are declared "char *" here (void * in C): cffi then passes a
 # bytes object straight through, without from_buffer and without a copy.
@@ -81,13 +85,23 @@ def _extra_compile_args() -> list[str]:
 # ffibuilder.compile() changes into its temporary directory.
 _DIR = HERE if __name__ == "__main__" else "native"
 
+
+def _module_cdefs() -> str:
+    parts = []
+    for m in MODULES:
+        with open(os.path.join(HERE, m + ".cdef"), encoding="utf-8") as f:
+            parts.append(f.read())
+    return "\n".join(parts)
+
+
 ffibuilder = FFI()
-ffibuilder.cdef(CDEF)
+ffibuilder.cdef(CDEF + _module_cdefs())
 # Every function here is short and never blocks, so keep the GIL across the
 # call: releasing and re-taking it costs ~50 ns per call, a sizeable part of
 # the per-packet budget (cffi wraps each call in these two macros).
 PREAMBLE = """
 #include "uet_native.h"
+""" + "".join('#include "%s.h"\n' % m for m in MODULES) + """
 #undef Py_BEGIN_ALLOW_THREADS
 #undef Py_END_ALLOW_THREADS
 #define Py_BEGIN_ALLOW_THREADS {
@@ -99,7 +113,7 @@ ffibuilder.set_source(
     PREAMBLE,
     sources=[os.path.join(_DIR, s) for s in SOURCES],
     include_dirs=[_DIR],
-    depends=[os.path.join(_DIR, "uet_native.h")],
+    depends=[os.path.join(_DIR, "uet_native.h")] + [os.path.join(_DIR, m + ".h") for m in MODULES],
     extra_compile_args=_extra_compile_args(),
 )
 

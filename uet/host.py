@@ -145,6 +145,31 @@ class Host:
                 pds_rx(items if i == 0 and j == n else items[i:j], now)
                 i = j
 
+    def receive_area(self, area: Any, n: int, local4: bytes, dport: int, now: float,
+                     item: Callable[[int, bool], tuple[Any, DatagramMeta] | None]) -> None:
+        """The ``n`` datagrams of a receive area (the live engine's ``recvmmsg``, read in place,
+        uet.native.sockbatch.RxArea), in order: the C receive lane takes what it serves
+        (:meth:`Endpoint.receive_area`), and ``item(i, with_data)`` makes each other one into
+        ``(data, meta)`` (None: the engine dealt with it) for :meth:`receive_datagram` - the
+        same steps as :meth:`receive_datagrams` over the same datagrams (H1-H4). Only for a
+        host without TSS (H5 opens every datagram first)."""
+        pds = self.pds
+        self._now = now
+        i = 0
+        while i < n:
+            k, status = pds.receive_area(area, i, n, local4, dport, now)
+            if k >= n:
+                break
+            if status == 2:  # taken; its ACK is due (A1)
+                pds.acknowledge_lane(item(k, False)[1], now)  # type: ignore[index]
+            else:
+                it = item(k, True)
+                if it is not None:
+                    self.receive_datagram(it[0], it[1], now)
+            i = k + 1
+        if self._sweep_at == INF and self.ses.in_reassembly:
+            self._arm_sweep(now)
+
     def datagrams_to_send(self, now: float) -> list[tuple[bytes, DatagramMeta]]:
         self._now = now
         if self.ses.has_items:

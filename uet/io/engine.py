@@ -31,7 +31,8 @@ import trio
 from ..cms.csig import CSIG_ETHERTYPE, behind, tpid_bytes
 from ..host import Host
 from ..pds import DatagramMeta, seal
-from ..native.sockbatch import recv_batch, send_batch
+from ..native.rxlane import ipv4
+from ..native.sockbatch import MMSG_MAX, recv_area, recv_batch, send_batch
 from ..pds.datagram import DSCP_CONTROL
 from ..wire.enums import REQUEST_TYPES
 from . import sockets as S
@@ -51,13 +52,14 @@ def _carries_data(data: bytes, dscp: int) -> bool:
 
 
 class _Sock:
-    __slots__ = ("sock", "family", "port", "local", "tos", "wildcard", "anc", "is_uet")
+    __slots__ = ("sock", "family", "port", "local", "local4", "tos", "wildcard", "anc", "is_uet")
 
     def __init__(self, sock: socket.socket, local: str, tos: int, is_uet: bool):
         self.sock = sock
         self.family = sock.family
         self.port = sock.getsockname()[1]
         self.local = local
+        self.local4 = ipv4(local)  # the receive lane reads IPv4 datagrams in place
         self.tos = tos
         self.wildcard = S.is_wildcard(local)
         self.anc: dict[int, list] = {}
@@ -102,6 +104,11 @@ class SocketEngine:
         self._first_tx: float | None = None
         self._clock = trio.current_time
         self._metas: dict[tuple, DatagramMeta] = {}
+        # the receive lane reads datagrams in place (Host.receive_area): a host with lanes and
+        # without TSS (H5), whose CSIG tag cannot pass for a request's first byte (T1)
+        self._lanes_ok = (getattr(host.pds, "lanes", None) is not None
+                          and getattr(host, "tss", None) is None
+                          and self.csig_tpid[0] >> 3 not in REQUEST_TYPES)
 
     def _dispatch(self) -> None:
         """Take the host's events (the subclass's)."""
@@ -126,6 +133,14 @@ class SocketEngine:
 
     # --- the engine (synchronous parts: no await per datagram) ----------------------------
     def _drain(self, s: _Sock, limit: int) -> int:
+        """Read up to ``limit`` datagrams of ``s`` and hand them to the core: read in place by
+        the C receive lane where it serves (:meth:`_drain_area`), else as bytes
+        (:meth:`_drain_items`)."""
+        if s.local4 is not None and self._lanes_ok:
+            return self._drain_area(s, limit)
+        return self._drain_items(s, limit)
+
+    def _drain_items(self, s: _Sock, limit: int) -> int:
         """Read up to ``limit`` datagrams of ``s`` (one ``recvmmsg`` per batch where the C twin
         serves, uet.native.sockbatch) and hand them to the core in one call
         (:meth:`Host.receive_datagrams`, one clock reading for the batch); a tagged one (T1)
@@ -134,8 +149,6 @@ class SocketEngine:
         io = self.io
         if errors:
             io["rx_errors"] += errors
-        lport, local = s.port, s.local
-        metas = self._metas
         tpid = self.csig_tpid
         t0 = tpid[0]
         items: list = []
@@ -144,15 +157,7 @@ class SocketEngine:
             if truncated:
                 io["rx_truncated"] += 1
                 continue
-            # one DatagramMeta per 5-tuple and TOS, reused: the core never changes a meta (its
-            # own caches, the initiator's per EV and the replies' per 4-tuple, rely on that too)
-            key = (src, sport, dst, tos, lport)
-            meta = metas.get(key)
-            if meta is None:
-                if len(metas) >= META_CACHE:
-                    metas.clear()
-                meta = metas[key] = DatagramMeta(src, local if dst is None else dst, sport, lport,
-                                                 tos & 3, tos >> 2)
+            meta = self._meta(s, src, sport, dst, tos)
             if data and data[0] == t0 and data[:2] == tpid:  # T1, T2
                 if items:
                     self.host.receive_datagrams(items, self._clock())
@@ -165,6 +170,57 @@ class SocketEngine:
             self.host.receive_datagrams(items, self._clock())
         n = len(got) + errors
         io["rx_datagrams"] += n
+        return n
+
+    def _meta(self, s: _Sock, src: str, sport: int, dst: str | None, tos: int) -> DatagramMeta:
+        """The DatagramMeta of a datagram that arrived on ``s``: one per 5-tuple and TOS, reused
+        (the core never changes a meta; its own caches, the initiator's per EV and the replies'
+        per 4-tuple, rely on that too)."""
+        key = (src, sport, dst, tos, s.port)
+        meta = self._metas.get(key)
+        if meta is None:
+            metas = self._metas
+            if len(metas) >= META_CACHE:
+                metas.clear()
+            meta = metas[key] = DatagramMeta(src, s.local if dst is None else dst, sport, s.port,
+                                             tos & 3, tos >> 2)
+        return meta
+
+    def _drain_area(self, s: _Sock, limit: int) -> int:
+        """:meth:`_drain` where the C receive lane serves (issue 15 item 1): each ``recvmmsg``
+        batch stays where the kernel put it, the lane takes the requests it serves in place
+        (:meth:`Host.receive_area`), and only the others become bytes and a meta here."""
+        io = self.io
+        tpid = self.csig_tpid
+        n = 0
+        while n < limit:
+            want = min(limit - n, MMSG_MAX)
+            area = recv_area(s.sock, want, self.recv_bufsize)
+            if area is None:  # not a socket the batch calls serve after all
+                return n + self._drain_items(s, limit - n)
+            if area.errors:
+                io["rx_errors"] += area.errors
+                n += area.errors
+                continue
+            got = area.count
+            n += got
+            if got:
+
+                def item(i: int, with_data: bool) -> tuple[Any, DatagramMeta] | None:
+                    data, src, sport, dst, tos, truncated = area.item(i, with_data)
+                    if truncated:
+                        io["rx_truncated"] += 1
+                        return None
+                    meta = self._meta(s, src, sport, dst, tos)
+                    if with_data and data and data[0] == tpid[0] and data[:2] == tpid:
+                        self._tagged(data, meta)  # T1, T2
+                        return None
+                    return data, meta
+
+                self.host.receive_area(area, got, s.local4, s.port, self._clock(), item)
+            io["rx_datagrams"] += got
+            if got < want:
+                break  # the socket is empty
         return n
 
     def _tagged(self, data: bytes, meta: DatagramMeta) -> None:

@@ -20,7 +20,11 @@ twin for details):
 ``DUPLICATE``, ``OUT_OF_WINDOW``, ``psn_diff(a, b)``, ``psn_lt(a, b)``.
 
 Batched UDP receive and send (``recvmmsg`` / ``sendmmsg`` in C, the per-datagram loop as the
-twin) live in :mod:`uet.native.sockbatch` (``BATCH_BACKEND``).
+twin) live in :mod:`uet.native.sockbatch` (``BATCH_BACKEND``). The C data path of issue 15:
+:mod:`uet.native.rxlane` (a middle packet of a SEND on an open RUD PDC, received in one call,
+read in place from a ``recvmmsg`` area by the live engine; its twin is the Python fast path of
+uet.pds and uet.ses) and :mod:`uet.native.txbuild` (the datagrams of a run of new requests built
+in one call; its twin the per-packet Python).
 """
 
 from __future__ import annotations

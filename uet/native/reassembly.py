@@ -35,7 +35,15 @@ import operator
 import sys
 from typing import Any
 
+from . import rxlane
 from ._twin import MessageSpan
+
+
+def _cbackend() -> Any:
+    """The C backend's module, or None (the twin is in use)."""
+    from . import _impl
+
+    return _impl if rxlane.AVAILABLE else None
 
 #: Default chunk size: the accounting granule, and the most a 1-byte packet can make a receiver
 #: charge. Small enough that scattered tiny packets pin little; a 64 MiB message is 256 chunks.
@@ -123,8 +131,8 @@ POOL = BufferPool()
 class Reassembly(MessageSpan):
     """One message of known length; storage pages and tracking come as bytes land."""
 
-    __slots__ = ("_length", "_chunk", "_engine", "_chunks", "_received", "_allocated", "_buf",
-                 "_view", "_stale")
+    __slots__ = ("_length", "_chunk", "_engine", "_chunks", "_table", "_slots", "_allocated",
+                 "_buf", "_view", "_stale")
 
     def __init__(self, length: int, *, chunk: int = CHUNK_BYTES, engine: Any = None) -> None:
         length = operator.index(length)
@@ -141,11 +149,36 @@ class Reassembly(MessageSpan):
         self._chunk = chunk
         self._engine = engine
         self._chunks: dict[int, Any] = {}
-        self._received = 0
+        # the received count, and with the C engine the chunk table the receive lane places
+        # through (uet.native.rxlane): one copy, whoever places
+        self._slots: Any = None  # the table's engine slots, once a lane reads it (lane_table)
+        if engine is getattr(_cbackend(), "Reassembly", None):
+            self._table = rxlane.new_chunk_table(length, chunk)
+        else:
+            self._table = rxlane.ChunkCounts()
         self._allocated = 0
         self._buf: Any = None  # created with the first chunk
         self._view: memoryview | None = None
         self._stale = False    # the buffer is a reused mapping: its holes hold old bytes
+
+    def lane_table(self) -> Any:
+        """The C chunk table the receive lane places through (uet.native.rxlane), its engine
+        slots filled; None with the twin's engines."""
+        if isinstance(self._table, rxlane.ChunkCounts):
+            return None
+        if self._slots is None:
+            self._slots = rxlane.chunk_slots(self._table, self._chunks)
+        return self._table
+
+    @property
+    def received(self) -> int:
+        """Number of distinct bytes received so far."""
+        return self._table.received
+
+    @property
+    def complete(self) -> bool:
+        """True once every byte of the message arrived."""
+        return self._table.received == self._length
 
     @property
     def allocated(self) -> int:
@@ -166,6 +199,8 @@ class Reassembly(MessageSpan):
             if not self._stale and _POPULATE_WRITE is not None and type(self._buf) is not bytearray:
                 _populate(self._buf, lo, size)
             e = self._chunks[index] = self._engine(size, self._view[lo:lo + size])
+            if self._slots is not None:
+                rxlane.set_chunk(self._table, index, e)
             self._allocated += size
         return e
 
@@ -211,7 +246,7 @@ class Reassembly(MessageSpan):
                 if e is None:
                     e = self._engine_of(index)
                 new = e.place(offset - base, data)
-                self._received += new
+                self._table.received += new
                 return new
         lo, hi = self._range(offset, n)
         if lo == hi:
@@ -224,7 +259,7 @@ class Reassembly(MessageSpan):
             end = min(hi, (index + 1) * chunk)
             new += self._engine_of(index).place(pos - index * chunk, view[pos - lo:end - lo])
             pos = end
-        self._received += new
+        self._table.received += new
         return new
 
     def place_allocated(self, offset: int, data: Any) -> int | None:
@@ -241,7 +276,7 @@ class Reassembly(MessageSpan):
         if e is None:
             return None
         new = e.place(offset - base, data)
-        self._received += new
+        self._table.received += new
         return new
 
     def has(self, offset: int, length: int) -> bool:
@@ -285,11 +320,13 @@ class Reassembly(MessageSpan):
         released; the storage lives as long as what is returned."""
         if self._view is None:
             self._engine_of(0) if self._length else None
-        if self._stale and self._received < self._length:
+        if self._stale and self._table.received < self._length:
             view = self._view
             for start, n in self.missing():  # never another message's bytes
                 view[start:start + n] = bytes(n)
         data = self._buf if isinstance(self._buf, bytearray) else self._view
+        if self._slots is not None:
+            self._table.nchunks = 0  # the engines go now: a lane that still read it takes nothing
         self._chunks = {}
         self._allocated = 0
         self._buf = self._view = None
@@ -298,4 +335,4 @@ class Reassembly(MessageSpan):
 
     def __repr__(self) -> str:
         return "Reassembly(length=%d, received=%d, allocated=%d)" % (
-            self._length, self._received, self._allocated)
+            self._length, self._table.received, self._allocated)

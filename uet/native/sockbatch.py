@@ -36,8 +36,8 @@ import struct
 import threading
 from typing import Any, Sequence
 
-__all__ = ["BATCH_BACKEND", "MMSG_MAX", "parse_anc", "recv_batch", "recv_batch_py", "send_batch",
-           "send_batch_py"]
+__all__ = ["BATCH_BACKEND", "MMSG_MAX", "RxArea", "parse_anc", "recv_area", "recv_batch",
+           "recv_batch_py", "send_batch", "send_batch_py"]
 
 IPPROTO_IP = socket.IPPROTO_IP
 IPPROTO_IPV6 = socket.IPPROTO_IPV6
@@ -154,8 +154,29 @@ send_batch = send_batch_py
 BATCH_BACKEND = "python"
 
 
+class RxArea:
+    """The datagrams of one ``recvmmsg``, left where the kernel put them (:func:`recv_area`):
+    the C receive lane (uet.native.rxlane) reads them in place, and :meth:`item` makes one into
+    the tuple :func:`recv_batch` gives, for the datagrams the lane leaves. Valid until the next
+    :func:`recv_area` of the same thread."""
+
+    __slots__ = ("buf", "recs", "slot", "count", "errors", "_view", "_records")
+
+    def item(self, i: int, with_data: bool = True) -> tuple:
+        """Datagram ``i`` as ``(data, src_host, src_port, dst_host_or_None, tos, truncated)``
+        (``data`` None unless ``with_data``)."""
+        raise NotImplementedError  # the C install sets it
+
+
+def recv_area(sock: socket.socket, limit: int, bufsize: int) -> RxArea | None:
+    """One ``recvmmsg`` of at most ``limit`` (<= ``MMSG_MAX``) datagrams into the thread's
+    receive area, or None where the C batch calls do not serve this socket (then
+    :func:`recv_batch` is the way)."""
+    return None
+
+
 def _install_c() -> None:
-    global recv_batch, send_batch, BATCH_BACKEND
+    global recv_batch, send_batch, recv_area, BATCH_BACKEND
     from . import BACKEND
 
     if BACKEND != "c":
@@ -282,7 +303,35 @@ def _install_c() -> None:
             done += r  # fewer than k: the next call sends more or reports the failure
         return done, 0
 
-    recv_batch, send_batch = recv_batch_c, send_batch_c
+    unpack_rec = rec.unpack_from
+
+    def item(self: RxArea, i: int, with_data: bool = True) -> tuple:
+        ln, fl, src, dst, sport, tos, has_dst = unpack_rec(self._records, i * rec_size)
+        pos = i * self.slot
+        return ((self._view[pos:pos + ln].tobytes() if with_data else None),
+                names.get(src) or name(src), sport,
+                (names.get(dst) or name(dst)) if has_dst else None, tos, bool(fl & MSG_TRUNC))
+
+    RxArea.item = item  # type: ignore[method-assign]
+
+    def recv_area_c(sock: socket.socket, limit: int, bufsize: int) -> RxArea | None:
+        if sock.family != AF_INET or bufsize <= 0 or not isinstance(sock, Socket):
+            return None
+        if bufsize > 65536:
+            bufsize = 65536
+        cbuf, crecs, view, recview = area(bufsize)[:4]
+        got = recvmmsg(sock.fileno(), cbuf, bufsize, min(limit, max_n), crecs)
+        a = getattr(local, "rx_area", None)
+        if a is None:
+            a = local.rx_area = RxArea()
+        a.buf, a.recs, a.slot, a._view, a._records = cbuf, crecs, bufsize, view, recview
+        if got < 0:
+            a.count, a.errors = 0, (0 if -got in _RETRY else 1)
+        else:
+            a.count, a.errors = got, 0
+        return a
+
+    recv_batch, send_batch, recv_area = recv_batch_c, send_batch_c, recv_area_c
     BATCH_BACKEND = "c"
 
 

@@ -63,9 +63,9 @@ from ..errors import DecodeError
 from ..wire.enums import (ACK_TYPES, CONTROL_TYPE, CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ,
                           CTL_CREDIT, CTL_CREDIT_REQ,
                           CTL_CLOSE, CTL_CLOSE_REQ, CTL_NOOP, CTL_PROBE, NACK_BY_NAME,
-                          NACK_TYPES, REQUEST_TYPES, ROD_TYPES, nack_name)
+                          NACK_TYPES, REQUEST_TYPES, ROD_TYPES, RUD_REQ, nack_name)
 from ..wire.trailer import TRAILER_LEN, UDP_HEADER_LEN
-from ..wire.trailer import udp_seed
+from ..wire.trailer import address_bytes as _addr, udp_seed
 from .. import native
 from . import credit
 from . import events as ev
@@ -112,9 +112,9 @@ class Endpoint:
         self.config = config or PdsConfig()
         seed = self.config.seed if seed is None else seed
         self.rng = random.Random(seed)
+        self.stats_counter: Counter = Counter()
         self.upper: Upper = Accepting()
         self.attach(upper if upper is not None else self.upper)
-        self.stats_counter: Counter = Counter()
         self.nacks_sent: Counter = Counter()
         self.nacks_rcvd: Counter = Counter()
         self.last_error: BaseException | None = None
@@ -153,7 +153,11 @@ class Endpoint:
     # --- public API -------------------------------------------------------------------------------
     @property
     def stats(self) -> Counter:
-        """Counters of what happened (``rx_datagrams``, ``bad_crc``, ``retransmissions``, ...)."""
+        """Counters of what happened (``rx_datagrams``, ``bad_crc``, ``retransmissions``, ...),
+        with what the C receive lane counted folded in (uet.native.rxlane)."""
+        lanes = self.lanes
+        if lanes is not None and lanes.dirty:
+            lanes.fold()
         return self.stats_counter
 
     def attach(self, upper: Upper) -> None:
@@ -162,6 +166,10 @@ class Endpoint:
         ``admit`` + ``deliver``) gets every request through those two."""
         self.upper = upper
         self.take = getattr(upper, "take", _never)
+        # the C receive lane's tables (uet.native.rxlane), which the SES above owns
+        self.lanes = getattr(upper, "lanes", None)
+        if self.lanes is not None:
+            self.lanes.pds_stats = self.stats_counter
 
     def submit(self, dst: str, item: Outgoing, *, mode: str = "rud", job_id: int = 0,
                tc: int = 0) -> None:
@@ -257,9 +265,9 @@ class Endpoint:
         try:
             if type(data) is not bytes:
                 data = bytes(data)
-            if fastpath.ENABLED and fastpath.receive_request(self, data, meta, now):
-                return  # an in-window request of an open PDC (its twin: uet.pds.fastpath)
-            self._receive(data, meta, now)
+            # an in-window request of an open PDC goes the fast way (uet.pds.fastpath)
+            if not (fastpath.ENABLED and self._fast(data, meta, now)):
+                self._receive(data, meta, now)
         except DecodeError:
             stats["malformed"] += 1  # R3: what the wire layer cannot decode
         except Exception as exc:  # R3: a bug, counted and kept, never raised to the caller
@@ -272,18 +280,68 @@ class Endpoint:
         self._now = now
         stats = self.stats_counter
         stats["rx_datagrams"] += len(items)
-        fast = fastpath.receive_request if fastpath.ENABLED else None
+        fast = self._fast if fastpath.ENABLED else None
         rx = self._receive
         for data, meta in items:
             try:
                 if type(data) is not bytes:
                     data = bytes(data)
-                if fast is None or not fast(self, data, meta, now):
+                if fast is None or not fast(data, meta, now):
                     rx(data, meta, now)
             except DecodeError:
                 stats["malformed"] += 1  # R3
             except Exception as exc:  # R3
                 self._internal_error(exc, data)
+
+    def _fast(self, data: bytes, meta: DatagramMeta, now: float) -> bool:
+        """The fast path of a request (True if it took ``data``): the C receive lane
+        (uet.native.rxlane) where the SES above keeps lanes and takes them now, then
+        the Python twin (uet.pds.fastpath) for what the C lane does not serve (ROD, IPv6)."""
+        lanes = self.lanes
+        if lanes is not None and data and data[0] >> 3 == RUD_REQ and self.upper.fast_lanes:
+            src4, dst4 = _addr(meta.src), _addr(meta.dst)
+            if len(src4) == 4 and len(dst4) == 4:
+                ses = self.upper
+                r = lanes.take(data, src4, dst4, meta.sport, meta.dport, meta.dscp, meta.ecn,
+                               now, ses._now)
+                if r:
+                    lanes.dirty = True
+                    if now > ses._now:
+                        ses._now = now
+                    if r == 2:
+                        self.acknowledge_lane(meta, now)
+                    return True
+        return fastpath.receive_request(self, data, meta, now)
+
+    def acknowledge_lane(self, meta: DatagramMeta, now: float) -> None:
+        """A1 for the request the C lane just took and found asking for an ACK (its ``ack``):
+        the reference's :meth:`Target.acknowledge`, as the Python twin calls it."""
+        a = self.lanes.ack
+        self._tgts[a.pdcid].acknowledge(meta, a.psn, a.plen, None, ar=a.ar, syn=0, retx=a.retx,
+                                        ce=bool(a.ce), now=now)
+
+    def receive_area(self, area: Any, start: int, n: int, local4: bytes, dport: int,
+                     now: float) -> tuple[int, int]:
+        """The C lane over datagrams ``start``..``n - 1`` of a receive area (the live engine's
+        ``recvmmsg``, uet.native.sockbatch.RxArea), read in place: what it takes is as if
+        :meth:`receive_datagram` had taken it. Returns ``(k, status)``: datagram ``k`` is the
+        first it did not simply take - status 0: not taken (the caller hands it to
+        :meth:`receive_datagram`), 2: taken with an ACK due (the caller calls
+        :meth:`acknowledge_lane` with its meta) - or ``(n, 0)``. Without lanes: ``(start, 0)``."""
+        lanes = self.lanes
+        if lanes is None or not fastpath.ENABLED or not self.upper.fast_lanes:
+            return start, 0
+        self._now = now
+        ses = self.upper
+        k, status = lanes.take_area(area, start, n, local4, dport, now, ses._now)
+        taken = k - start + (status == 2)
+        if taken:
+            lanes.dirty = True
+            self.stats_counter["rx_datagrams"] += taken
+            if now > ses._now:
+                ses._now = now
+        return k, status
+
 
     def _receive(self, data: bytes, meta: DatagramMeta, now: float) -> None:
         """R1, R2 and the dispatch of a datagram the fast twin did not take (R3 is the
@@ -553,6 +611,7 @@ class Endpoint:
             self.credits.done(t.pdcid)  # Q8: its share returns to the others
         self._pdcs.pop(t.pdcid, None)
         self._tgts.pop(t.pdcid, None)
+        t.release_lane()
         self._tgt_by_key.pop(t.key, None)
         n = self._peer_targets[t.peer] - 1
         if n > 0:

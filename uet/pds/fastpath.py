@@ -3,7 +3,10 @@
 that make up nearly every packet of a bulk transfer, in fewer steps, and nothing else. A case they
 do not name goes the reference way before any state changed. tests/pds/test_fastpath.py drives
 the same datagram sequences through both (``ENABLED = False`` turns the twins off) and requires
-the same datagrams, events and state. They are also the contract of a future C data path.
+the same datagrams, events and state. They are also the contract of the C data path (issue 15):
+:mod:`uet.native.rxlane` takes the RUD part of :func:`receive_request` (with the SES's twin,
+:func:`uet.ses.fastpath.take`) in C, tested against these; :mod:`uet.native.txbuild` builds the
+datagrams :func:`send_new` decides on.
 
 :func:`receive_request` - a request on an established PDC, taken when all of these hold:
 
@@ -22,7 +25,9 @@ PSN to deliver (ROD), and :meth:`Target.acknowledge` (A1).
 :func:`send_new` - the new requests of an established initiator PDC (no SYN form, I1), as many
 as the windows (I4) and congestion control allow: what :meth:`Initiator._send_new` and
 :meth:`Initiator._transmit` do for them (I3, I5, I15, the entropy from the selector, the sent
-packet recorded as :meth:`Recovery.on_sent` records it), in one loop.
+packet recorded as :meth:`Recovery.on_sent` records it), in one loop that decides; the
+datagrams of each run of one item's packets are then built in one call
+(:func:`uet.native.txbuild.build_requests`, C with a Python twin).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import native
+from ..native.txbuild import build_requests
 from ..wire.enums import ROD_REQ, RUD_REQ
 from ..wire.trailer import TRAILER_LEN, UDP_HEADER_LEN, udp_seed
 from .datagram import CE, DSCP_TRIMMED, ECT0, DatagramMeta
@@ -41,7 +47,6 @@ ENABLED = True
 
 M32 = 0xFFFFFFFF
 _crc_prefix = native.crc32c_prefix
-_crc32c = native.crc32c
 _INT = int.from_bytes
 
 
@@ -93,12 +98,19 @@ def receive_request(ep: Any, data: bytes, meta: DatagramMeta, now: float) -> boo
 def send_new(p: Any, now: float, out: list) -> None:
     """New requests of the established initiator ``p`` (see the module docstring)."""
     cfg, rec, queue, metas = p.cfg, p.rec, p.queue, p._metas
-    packets, sent_q, pack = rec.packets, rec.sent_q, p.header.pack
+    packets, sent_q, header = rec.packets, rec.sent_q, p.header
     can_send, on_send, next_ev = p.cc.can_send, p.cc.on_send, p.sel.next
     trigger, mtu, per_packet = cfg.ack_gen_trigger, cfg.mtu, cfg.ack_per_packet
     src, dst, port = p.ep.address, p.peer, cfg.port
     room = p._room()
     clear = (p.base - 1) & M32
+    # The datagrams are built after the loop, a run (consecutive packets of one item, so
+    # consecutive PSNs) per call: (item, first packet, first PSN, AR flags, entropies, metas).
+    runs: list = []
+    run_of = None
+    ars: list = []
+    evs: list = []
+    run_metas: list = []
     while queue and room > 0:
         it = queue[0]
         item = it.item
@@ -136,13 +148,17 @@ def send_new(p: Any, now: float, out: list) -> None:
         if rec.last_progress == 0.0:
             rec.last_progress = now
         on_send(now, n, False)
-        # I3 (CLEAR_PSN offset, clamped by pack), I5 (AR on the last request)
-        d = (clear - psn) & M32
-        head = pack(item.next_hdr, psn, d - 0x100000000 if d & 0x80000000 else d,
-                    ar=fills or last or per_packet, retx=False, psn_offset=None)
         meta = metas.get(ev)
         if meta is None:
             meta = metas[ev] = DatagramMeta(src, dst, ev, port, ECT0, 0)
-        body = b"".join((head, item.header(k), payload))
-        crc = _crc32c(body, udp_seed(src, dst, ev, port, UDP_HEADER_LEN + len(body) + TRAILER_LEN))
-        out.append((body + crc.to_bytes(TRAILER_LEN, "big"), meta))
+        if it is not run_of:
+            run_of, ars, evs, run_metas = it, [], [], []
+            runs.append((item, k, psn, ars, evs, run_metas))
+        ars.append(fills or last or per_packet)  # I5 (AR on the last request), I15
+        evs.append(ev)
+        run_metas.append(meta)
+    for item, first, psn, ar, entropy, run_metas in runs:
+        # I3: each packet's CLEAR_PSN offset from ``clear`` (clamped as RequestHeader.pack does)
+        out.extend(zip(build_requests(header=header, item=item, first=first, psn=psn,
+                                      clear_psn=clear, ar=ar, entropy=entropy, src=src, dst=dst,
+                                      port=port, udp_seed=udp_seed), run_metas))

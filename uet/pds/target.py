@@ -59,6 +59,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import native
+from ..native.rxlane import PdcState, ipv4, lane_field
 from ..wire.enums import CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_CREDIT_REQ, CTL_PROBE, NACK_BY_NAME
 from .datagram import CE, DatagramMeta
 from . import credit
@@ -78,6 +79,16 @@ HALF_OPEN, OPEN, CLOSING = "half_open", "open", "closing"
 class Target(PdcSide):
     role = "target"
 
+    # The fields a request on an open PDC changes live in the PDC's lane (uet.native.rxlane):
+    # the C receive lane's while one is registered (the endpoint's ``lanes``), a plain
+    # PdcState otherwise - one copy, whichever path takes the packet.
+    bytes_since_ack = lane_field("bytes_since_ack")
+    rcvd_bytes = lane_field("rcvd_bytes")
+    ooo_count = lane_field("ooo_count")
+    sack_base = lane_field("sack_base")
+    clear_psn = lane_field("clear_psn")
+    last_rx = lane_field("last_rx")
+
     def __init__(self, ep: Any, pdcid: int, peer: str, local: str, peer_pdcid: int,
                  rod: bool, start_psn: int, key: tuple):
         super().__init__(ep, pdcid, peer, peer_pdcid, "rod" if rod else "rud", key)
@@ -85,9 +96,21 @@ class Target(PdcSide):
         self.local = local
         self.rod = rod
         self.start_psn = start_psn
-        self.state = HALF_OPEN
         self.win = native.PsnWindow(start_psn, cfg.rx_window)
         self.size = cfg.rx_window
+        self._lanes: Any = None
+        self._lane: Any = PdcState()
+        self._laned = False  # the C lane may take this PDC's requests once it is OPEN
+        lanes = getattr(ep, "lanes", None)
+        peer4 = ipv4(peer) if lanes is not None else None
+        if peer4 is not None and not rod:  # the C lane: RUD from IPv4 peers (uet.native.rxlane)
+            lane = self._lane = lanes.add_pdc(pdcid)
+            self._lanes, self._laned = lanes, True
+            lane.win, lane.peer, lane.peer_pdcid = self.win._w, peer4, peer_pdcid
+            lane.size, lane.ack_per_packet = self.size, int(bool(cfg.ack_per_packet))
+            lane.ack_gen_trigger = cfg.ack_gen_trigger
+            lane.ack_gen_min_pkt_add = cfg.ack_gen_min_pkt_add
+        self.state = HALF_OPEN
         self.bytes_since_ack = 0
         self.pending_ar: int | None = None
         self.sack_base = self.win.cack
@@ -106,6 +129,45 @@ class Target(PdcSide):
         self.close_psn: int | None = None
         self.last_rx = 0.0
         self.acks = AckEncoder(cfg.ack_type, pdcid, peer_pdcid, cfg.mpr)
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @state.setter
+    def state(self, value: str) -> None:
+        self._state = value
+        self._lane.open = int(value == OPEN and self._laned)
+
+    @property
+    def pending_ar(self) -> int | None:
+        """A1: the newest PSN that asked for an ACK before CACK covered it."""
+        return self._pending_ar
+
+    @pending_ar.setter
+    def pending_ar(self, value: int | None) -> None:
+        self._pending_ar = value
+        self._lane.pending_ar_set = int(value is not None)
+
+    @property
+    def late(self) -> int | None:
+        """A3: a PSN that arrived below the SACK base, reported once by the next ACK."""
+        lane = self._lane
+        return lane.late if lane.late_set else None
+
+    @late.setter
+    def late(self, value: int | None) -> None:
+        lane = self._lane
+        lane.late_set = int(value is not None)
+        lane.late = 0 if value is None else value
+
+    def release_lane(self) -> None:
+        """The PDC is forgotten: its C lane (if any) is freed, its fields kept in a PdcState."""
+        if self._lanes is not None:
+            self._lane = self._lanes.remove_pdc(self._lane)
+            self._lanes = None
+            self._laned = False
+            self._lane.open = 0
 
     @property
     def cack(self) -> int:

@@ -5,9 +5,11 @@ B.2, D.7, D.8), the configuration, and the state of operations (initiator) and m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Mapping
 
 from ..errors import DecodeError, UetError
+from ..native.rxlane import MsgState, ipv4
 
 # D.1 request opcodes
 (NO_OP, WRITE, READ, ATOMIC, FETCHING_ATOMIC, SEND, RENDEZVOUS_SEND, DATAGRAM_SEND,
@@ -125,6 +127,54 @@ class RxMessage:
     base: int = 0                    # write: offset in region of message byte 0
     mkey: int = 0
     ids: tuple[int, int, int] = (0, 0, 0)  # D.2 job_id, pid_on_fep, resource_index
+
+    def take_lane(self, lanes: Any, initiator: int) -> None:
+        """Hand the per-packet fields to a C message lane of ``lanes`` (uet.native.rxlane), so
+        that the C receive lane places this message's middle packets: only a message whose
+        storage is a C chunk table, from an IPv4 peer, that has not failed."""
+        state = self._lane
+        lane_table = getattr(self.asm, "lane_table", None)
+        table = lane_table() if lane_table is not None else None
+        peer4 = ipv4(self.peer)
+        if table is None or peer4 is None or not state.live or type(state) is not MsgState:
+            return
+        lane = lanes.add_msg(peer4, initiator, self.mid)
+        lane.got, lane.last, lane.live = state.got, state.last, state.live
+        lane.opcode, lane.length, lane.asm_ = self.opcode, self.length, table
+        self.__dict__["_lane"] = lane
+        self.__dict__["_lanes"] = lanes
+
+    def release_lane(self) -> None:
+        """The message left reassembly: its C lane (if any) is freed, its fields kept."""
+        lanes = self.__dict__.pop("_lanes", None)
+        if lanes is not None:
+            self.__dict__["_lane"] = lanes.remove_msg(self._lane)
+
+
+# The fields the C receive lane changes (uet.native.rxlane) live in the message's lane: the C
+# lane's while the message is in reassembly at an endpoint with lanes, a MsgState otherwise.
+def _msg_lane(self: RxMessage) -> Any:
+    lane = self.__dict__.get("_lane")
+    if lane is None:
+        lane = self.__dict__["_lane"] = MsgState()
+    return lane
+
+
+def _put_got(self: RxMessage, value: int) -> None:
+    _msg_lane(self).got = value
+
+
+def _put_last(self: RxMessage, value: float) -> None:
+    _msg_lane(self).last = value
+
+
+def _put_failed(self: RxMessage, value: bool) -> None:
+    _msg_lane(self).live = 0 if value else 1  # T8: a failed message is the reference's
+
+
+RxMessage.got = property(attrgetter("_lane.got"), _put_got)  # type: ignore[assignment]
+RxMessage.last = property(attrgetter("_lane.last"), _put_last)  # type: ignore[assignment]
+RxMessage.failed = property(lambda self: not self._lane.live, _put_failed)  # type: ignore[assignment]
 
 
 @dataclass

@@ -37,6 +37,9 @@ from typing import Any, Mapping
 from ..errors import DecodeError, EncodeError
 from . import events as ev
 from . import fastpath
+from ..native import rxlane
+from ..native.rxlane import RxLanes
+from .lanes import lane_layout
 from .budget import BudgetLimits, ReceiveBudget
 from .common import (REQUEST_NH, RESPONSE_NH, RC_UNSUPPORTED_SIZE, Deferred, MemoryRegion,
                      Operation, Posted, RxMessage, SesConfig)
@@ -50,7 +53,7 @@ class SesEndpoint(InitiatorSide, TargetSide):
 
     def __init__(self, config: SesConfig | None = None):
         self.config = config or SesConfig()
-        self.stats: Counter[str] = Counter()
+        self._stats: Counter[str] = Counter()
         self._rng = random.Random(self.config.seed)
         self._events: deque[ev.Event] = deque()
         #: the events not yet taken (read-only: take them with next_event); a driver may look
@@ -66,6 +69,12 @@ class SesEndpoint(InitiatorSide, TargetSide):
         self.regions: dict[int, MemoryRegion] = {}
         self._posted: list[Posted] = []
         self._rx: dict[tuple[Any, int, int], RxMessage] = {}  # K1 of uet/ses/target.py
+        # the C receive lane's tables, shared with the PDS below (uet.native.rxlane); none when
+        # the twin backend runs or job ids are checked (T2: the lane does not read them)
+        self.lanes: Any = (RxLanes(lane_layout()) if RxLanes is not None and not self.config.check_job
+                           else None)
+        if self.lanes is not None:
+            self.lanes.ses_stats = self._stats
         c = self.config
         self.budget = ReceiveBudget(BudgetLimits(
             messages=c.max_rx_messages, messages_per_peer=c.max_rx_messages_per_peer,
@@ -119,6 +128,21 @@ class SesEndpoint(InitiatorSide, TargetSide):
 
     #: a middle packet of a message in reassembly in one step (the twin of admit + deliver)
     take = fastpath.take
+
+    @property
+    def stats(self) -> Counter[str]:
+        """Counters (``requests``, ``duplicate_packets``, ``messages``, return codes ...), with
+        what the C receive lane counted folded in (uet.native.rxlane)."""
+        lanes = self.lanes
+        if lanes is not None and lanes.dirty:
+            lanes.fold()
+        return self._stats
+
+    @property
+    def fast_lanes(self) -> bool:
+        """Whether the PDS below may hand requests to the C receive lane (uet.native.rxlane):
+        this SES keeps lanes and its fast path is on (the differential tests turn it off)."""
+        return self.lanes is not None and fastpath.ENABLED and rxlane.ENABLED
 
     def pressure(self, peer: Any) -> float:
         """The share of ``peer``'s reassembly byte budget in use (R1, uet.ses.budget): the

@@ -108,6 +108,7 @@ class TargetSide:
     """Regions, receives and the handling of requests (a part of :class:`uet.ses.SesEndpoint`)."""
 
     _rx: dict[tuple[Any, int, int], RxMessage]
+    lanes: Any = None  # the C receive lane's tables (uet.native.rxlane), where the SES keeps them
 
     def register(self, key: int, buffer: bytearray, *, base: int = 0, readable: bool = True,
                  writable: bool = True, atomic: bool = True) -> MemoryRegion:
@@ -203,14 +204,18 @@ class TargetSide:
         return 0
 
     def _rx_put(self, key: tuple[Any, int, int], rx: RxMessage) -> None:
-        if key not in self._rx:
+        old = self._rx.get(key)
+        if old is None:
             self.budget.open_message(rx.peer, force=True)
+        elif old is not rx:
+            old.release_lane()  # one C lane per K1 name: the C lane must never see the old one
         rx.last = self._now
         self._rx[key] = rx
 
     def _rx_pop(self, key: tuple[Any, int, int]) -> RxMessage | None:
         rx = self._rx.pop(key, None)
         if rx is not None:
+            rx.release_lane()
             self.budget.close_message(rx.peer)
             self.budget.release(rx.peer, rx.charged)
             rx.charged = 0
@@ -543,6 +548,8 @@ class TargetSide:
         else:
             if rx.asm is None:
                 rx.asm = Reassembly(rl)
+                if self.lanes is not None and key in self._rx:
+                    rx.take_lane(self.lanes, key[1])  # middle packets may now go the C way
             need = rx.asm.needed(mo, len(payload))
             new = rx.asm.place(mo, payload)
             if not new and not (first and rl == 0):

@@ -76,6 +76,7 @@ from ..wire.trailer import TRAILER_LEN
 from .frames import HDRS, FrameCache, PcapWriter, insert_tag, set_ce, strip_tag, trim
 from .metrics import fct_summary
 from .traffic import Flow, TrafficError, make_flows
+from .workloads import buffer_len, same_bytes
 
 INF = float("inf")
 MAX_HELD_BYTES = 4 << 30  # as uet.cliargs.MAX_HELD_BYTES: the flows' bytes are held in memory
@@ -378,11 +379,11 @@ class FabricSimulator:
         if bits is None:
             if self.pcap is not None and (pkt.trimmed or pkt.ce):
                 self.pcap.write(now, frame)
-            host.ep.receive_datagram(frame[HDRS:], self.frames.meta(frame), now)
+            host.ep.receive_datagram(frame[HDRS:], self.frames.meta(frame[:HDRS]), now)
         else:
             if self.pcap is not None and (pkt.trimmed or pkt.ce or bits != self._neutral):
                 self.pcap.write(now, insert_tag(frame, bits, self.cfg.csig_ethertype))
-            host.ep.receive_datagram(frame[HDRS:], self.frames.meta(frame), now, csig=bits)
+            host.ep.receive_datagram(frame[HDRS:], self.frames.meta(frame[:HDRS]), now, csig=bits)
         self._events(host, now)
         self._flush(host, now)
 
@@ -465,13 +466,13 @@ class FabricSimulator:
         return self._stream[off:off + f.bytes]
 
     def _delivered(self, host: _HostNode, e: Any) -> None:
-        data = e.data.tobytes() if type(e.data) is memoryview else e.data
+        data = e.data  # read where it landed (a mapped message is not copied out)
         src = self.addr_index.get(str(e.peer), -1)
-        cands = self._want.get((src, host.idx, len(data), native.crc32c(data)))
-        i = next((j for j in cands or () if data == self._payload(j)), None)
+        cands = self._want.get((src, host.idx, buffer_len(data), native.crc32c(data)))
+        i = next((j for j in cands or () if same_bytes(self._payload(j), data)), None)
         if i is None:
             self.failures.append(f"h{host.idx}: a message from {e.peer} that no flow sent "
-                                 f"({len(data)} bytes) or damaged")
+                                 f"({buffer_len(data)} bytes) or damaged")
             return
         cands.remove(i)
         self.delivered += 1

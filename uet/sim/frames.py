@@ -73,7 +73,12 @@ class FrameCache:
     """A simulator's two framing memos. Out: per metadata object (an endpoint reuses one per
     entropy value and direction and never changes it), what the driver derives from it
     (``facts(meta, header)``: its link, its path hash ...) and its headers by payload length. In:
-    the metadata of an arriving frame per its 28 IP and UDP header bytes."""
+    the metadata of an arriving frame per its 42 header bytes.
+
+    A driver may carry a frame as its two parts, the 42 header bytes and the UDP payload, and join
+    them only when it must (a capture, a change to the whole frame): :meth:`headers` and
+    :meth:`meta` take the parts, so that a datagram is not copied into a frame and back out of it
+    on its way from one host to the other."""
 
     def __init__(self, facts: Callable[[DatagramMeta, bytes], Any]):
         self.framer = Framer()
@@ -81,8 +86,10 @@ class FrameCache:
         self._out: dict[int, tuple[DatagramMeta, Any, dict[int, bytes]]] = {}
         self._rx: dict[bytes, DatagramMeta] = {}
 
-    def frame(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, Any]:
-        """The frame carrying ``data`` as ``meta`` says, and the driver's facts of ``meta``."""
+    def headers(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, Any]:
+        """The 42 header bytes of the frame carrying ``data`` as ``meta`` says, and the driver's
+        facts of ``meta``. The same header object comes back for the same (meta, length), so a
+        dict keyed by it (:meth:`meta`) finds it by its cached hash."""
         e = self._out.get(id(meta))
         if e is None or e[0] is not meta:
             h = self.framer.header(meta.src, meta.dst, meta.sport, meta.dport, meta.dscp,
@@ -97,18 +104,23 @@ class FrameCache:
             h = headers[len(data)] = self.framer.header(meta.src, meta.dst, meta.sport,
                                                         meta.dport, meta.dscp, meta.ecn,
                                                         len(data))
-        return h + data, e[1]
+        return h, e[1]
 
-    def meta(self, frame: bytes) -> DatagramMeta:
-        """The metadata of an arriving frame, parsed from its IP and UDP headers (memoized)."""
-        k = frame[14:HDRS]
-        m = self._rx.get(k)
+    def frame(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, Any]:
+        """The frame carrying ``data`` as ``meta`` says, and the driver's facts of ``meta``."""
+        h, facts = self.headers(data, meta)
+        return h + data, facts
+
+    def meta(self, header: bytes) -> DatagramMeta:
+        """The metadata of an arriving frame, parsed from its ``header`` (its first 42 bytes:
+        the IP and UDP headers count; memoized)."""
+        m = self._rx.get(header)
         if m is None:
-            src, dst, sport, dport, dscp, ecn, _ = self.framer.parse(frame)
+            src, dst, sport, dport, dscp, ecn, _ = self.framer.parse(header)
             m = DatagramMeta(src, dst, sport, dport, ecn, dscp)
             if len(self._rx) >= 1 << 14:
                 self._rx.clear()
-            self._rx[k] = m
+            self._rx[header] = m
         return m
 
 

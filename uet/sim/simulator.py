@@ -15,7 +15,9 @@ time with the changed bytes.
 Trimming (design.md "Defaults"): only data packets (DSCP not 46) with more than 256 bytes of UDP
 payload; the first 256 bytes are kept and the DSCP becomes 11.
 
-The event loop is a heap of (time, seq, host, frame, flags); a timer is an entry without a frame.
+The event loop is a heap of (time, seq, host, header, payload, flags): a frame in flight as its 42
+header bytes and its UDP payload, so that the bytes a host sent reach the other unjoined and
+uncopied when nothing changes them; a timer is an entry without a frame.
 Ground truth for the summary: the simulator records which (PDC, PSN) requests reached B intact, so
 a retransmission that arrives when an earlier copy already had is counted as spurious.
 
@@ -27,7 +29,7 @@ target memory, read data or tagged receives by hash; atomics against a model).
 Cost (design.md "Performance"): the payload to send and its expected digests are made when the
 simulator is built; ``run`` (and ``wall_time_s``) covers the transfer and the check of what arrived.
 The 42 header bytes of a frame are cached per (addresses, ports, DSCP, ECN, length), and the
-metadata of an arriving frame per its 28 IP and UDP header bytes (the same parse, memoized); a
+metadata of an arriving frame per its 42 header bytes (the same parse, memoized); a
 delivered message is checked by CRC-32C digest and then compared byte for byte with what was sent.
 """
 
@@ -37,6 +39,7 @@ import heapq
 import random
 import time
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any, TextIO
 
 from .. import native
@@ -143,7 +146,7 @@ class Simulator:
         self.ecmp = Ecmp(cfg)
         self.frames = FrameCache(self._facts)
         self.heap: list = []
-        self.seq = 0
+        self.seq = count(1)  # ties in time break by the order of scheduling
         self.now = 0.0
         self.had: set[bytes] = set()
         self.counters = {"spurious": 0, "packets_a": 0, "packets_b": 0}
@@ -185,23 +188,27 @@ class Simulator:
 
     def _send(self, host: _Host, out: list) -> None:
         """Put ``out`` on the links: each datagram framed, offered to its path's link (uet.net)
-        and, unless dropped, scheduled for arrival with what the link did to it."""
+        and, unless dropped, scheduled for arrival with what the link did to it. A frame travels
+        as its header and its payload (uet.sim.frames.FrameCache), joined only for the capture
+        and for trimming (which rewrites the header's lengths and cuts the payload)."""
         now = self.now
         fwd = host.idx == 0
         dst = self.b if fwd else self.a
         rng = self.rng
         push = heapq.heappush
         heap = self.heap
-        frame_of = self.frames.frame
+        seq = self.seq
+        headers_of = self.frames.headers
         pcap = self.pcap
         tr = self.trace is not None
         c = self.counters
         c["packets_a" if fwd else "packets_b"] += len(out)
         for data, meta in out:
-            frame, (link, path, control, ect) = frame_of(data, meta)
-            n = len(data)
+            if type(data) is not bytes:  # a buffer the host may reuse: the link carries a copy
+                data = bytes(data)
+            header, (link, path, control, ect) = headers_of(data, meta)
             if pcap is not None:
-                pcap.write(now, frame)
+                pcap.write(now, header + data)
             if tr:
                 self._log(f"{host.name}->{'B' if fwd else 'A'} path{path} {describe(data)}")
             if fwd and not control:
@@ -212,30 +219,29 @@ class Simulator:
                     if tr:
                         self._log(f"  drop (scripted) path{path}")
                     continue
-            at, flags, corrupt, dup_at = link.offer(now, n, control, ect, rng)
+            at, flags, corrupt, dup_at = link.offer(now, len(data), control, ect, rng)
             if at is None:
                 if tr:
                     self._log(f"  drop path{path}")
                 continue
             mark = ORIG
             if flags & TRIMMED:
-                frame = trim(frame, self.cfg.trim_bytes)
+                frame = trim(header + data, self.cfg.trim_bytes)
+                header, data = frame[:HDRS], frame[HDRS:]
                 mark |= MODIFIED | DAMAGED
                 if tr:
                     self._log(f"  trimmed path{path}")
             if flags & CE:
-                marked = set_ce(frame)
-                if marked is not frame:
-                    frame = marked
+                marked = set_ce(header)  # only the IP header changes
+                if marked is not header:
+                    header = marked
                     mark |= MODIFIED
             if corrupt is not None:
-                frame = frame[:HDRS] + flip(frame[HDRS:], corrupt)
+                data = flip(data, corrupt)
                 mark |= DAMAGED | MODIFIED
-            self.seq += 1
-            push(heap, (at, self.seq, dst, frame, mark))
+            push(heap, (at, next(seq), dst, header, data, mark))
             if dup_at is not None:
-                self.seq += 1
-                push(heap, (dup_at, self.seq, dst, frame, (mark & DAMAGED) | MODIFIED))
+                push(heap, (dup_at, next(seq), dst, header, data, (mark & DAMAGED) | MODIFIED))
 
     def network_counters(self) -> dict[str, int]:
         """The links' counters summed over paths and directions."""
@@ -257,15 +263,14 @@ class Simulator:
             if t < now:
                 t = now
             host.sched = t
-            self.seq += 1
-            heapq.heappush(self.heap, (t, self.seq, host, None, 0))
+            heapq.heappush(self.heap, (t, next(self.seq), host, None, None, 0))
 
     # --- run ------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         cfg = self.cfg
         wall0 = time.perf_counter()
         a, b = self.a, self.b
-        wl = Workload(cfg.op, self.msgs, a.ep, b.ep, mode=cfg.mode)
+        wl = Workload(cfg.op, self.msgs, a.ep, b.ep, mode=cfg.mode, digests=self.want)
         n = len(self.msgs)
         failures: list[str] = []
         close_sent = False
@@ -287,16 +292,15 @@ class Simulator:
         pds_events = {a: a.ep.pds.events, b: b.ep.pds.events}
         ses_events = (a.ep.ses.event_queue, b.ep.ses.event_queue)
         while heap:
-            t, _, host, frame, flags = pop(heap)
+            t, _, host, header, payload, flags = pop(heap)
             if t > limit:
                 failures.append(f"time limit {limit}s reached")
                 break
             self.now = t
-            if frame is not None:
+            if header is not None:
                 if flags & MODIFIED and pcap is not None:
-                    pcap.write(t, frame)
-                meta = rx_meta(frame)
-                payload = frame[HDRS:]
+                    pcap.write(t, header + payload)
+                meta = rx_meta(header)
                 if host is b:
                     if (not flags & DAMAGED and len(payload) >= 12
                             and (payload[0] >> 3) in REQUEST_TYPES):

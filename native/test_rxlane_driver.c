@@ -1,0 +1,174 @@
+/* Sanitizer driver for rxlane.c (tests/native/test_rxlane_sanitizers.py builds it with ASan and
+ * UBSan): valid, mutated, truncated and random datagrams, with valid trailers and without, at an
+ * endpoint with open PDC and message lanes; whatever they say, the lane must stay inside its
+ * buffers.  The field layout comes from argv (the schema's positions, uet.native.rxlane), in the
+ * order of uet_rx_layout.  Prints "ok". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxlane.h"
+
+#define CHECK(c) do { if (!(c)) { printf("FAIL %s:%d %s\n", __FILE__, __LINE__, #c); return 1; } } while (0)
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)rng_state;
+}
+
+static void put(uint8_t *p, uet_field f, uint64_t v)
+{
+    for (int i = 0; i < f.width; i++) {
+        int bit = f.pos + f.width - 1 - i;
+        if ((v >> i) & 1)
+            p[bit >> 3] |= (uint8_t)(0x80 >> (bit & 7));
+        else
+            p[bit >> 3] &= (uint8_t)~(0x80 >> (bit & 7));
+    }
+}
+
+static const uint8_t SRC[4] = {10, 0, 0, 1}, DST[4] = {10, 0, 0, 2};
+
+static void seal(uint8_t *d, size_t n)
+{
+    uint8_t ctx[16] = {10, 0, 0, 1, 10, 0, 0, 2, 0x13, 0x88, 0x12, 0xB9, 0, 0, 0, 0};
+    uint32_t udp_len = (uint32_t)(n + 8);
+    ctx[12] = (uint8_t)(udp_len >> 8);
+    ctx[13] = (uint8_t)udp_len;
+    uint32_t crc = uet_crc32c(uet_crc32c(0, ctx, 16), d, n - 4);
+    d[n - 4] = (uint8_t)(crc >> 24);
+    d[n - 3] = (uint8_t)(crc >> 16);
+    d[n - 2] = (uint8_t)(crc >> 8);
+    d[n - 1] = (uint8_t)crc;
+}
+
+int main(int argc, char **argv)
+{
+    uet_rx_layout L;
+    memset(&L, 0, sizeof L);
+    uet_field *fields_pds[] = {&L.type, &L.next_hdr, &L.retx, &L.ar, &L.syn, &L.clear_psn_offset,
+                               &L.psn, &L.spdcid, &L.dpdcid};
+    uet_field *fields_ses[] = {&L.opcode, &L.som, &L.eom, &L.ie, &L.message_id, &L.initiator,
+                               &L.request_length, &L.payload_length, &L.message_offset};
+    if (argc != 1 + 18 * 3 + 8) {
+        printf("usage: 54 field numbers (pos width signed) then 8 constants\n");
+        return 2;
+    }
+    int a = 1;
+    for (int i = 0; i < 9; i++, a += 3)
+        *fields_pds[i] = (uet_field){(uint16_t)atoi(argv[a]), (uint8_t)atoi(argv[a + 1]),
+                                     (uint8_t)atoi(argv[a + 2])};
+    for (int i = 0; i < 9; i++, a += 3)
+        *fields_ses[i] = (uet_field){(uint16_t)atoi(argv[a]), (uint8_t)atoi(argv[a + 1]),
+                                     (uint8_t)atoi(argv[a + 2])};
+    L.request_size = (uint32_t)atoi(argv[a++]);
+    L.rud_req = (uint32_t)atoi(argv[a++]);
+    L.std_size = (uint32_t)atoi(argv[a++]);
+    L.nh_std = (uint32_t)atoi(argv[a++]);
+    L.send_opcode = (uint32_t)atoi(argv[a++]);
+    L.tagged_send_opcode = (uint32_t)atoi(argv[a++]);
+    L.dscp_trimmed = (uint8_t)atoi(argv[a++]);
+    L.ecn_ce = (uint8_t)atoi(argv[a++]);
+
+    uet_rx_ep *ep = uet_rx_ep_new(&L);
+    CHECK(ep);
+    uet_psnwin *win = uet_psnwin_new(1000, 256);
+    CHECK(win);
+    uet_rx_pdc *pdc = uet_rx_pdc_add(ep, 7);
+    CHECK(pdc);
+    pdc->win = win;
+    memcpy(pdc->peer, SRC, 4);
+    pdc->peer_pdcid = 9;
+    pdc->size = 256;
+    pdc->open = 1;
+    pdc->ack_gen_trigger = 16384;
+    pdc->ack_gen_min_pkt_add = 1024;
+    uet_rx_pdc *other = uet_rx_pdc_add(ep, 7 + 256); /* the same hash bucket */
+    CHECK(other);
+    uet_rx_pdc_remove(ep, other);
+
+    /* a message of 3 chunks of 4096 bytes, the middle one not in use */
+    const int64_t chunk = 4096, length = 3 * 4096 - 100;
+    uint8_t *buf = malloc((size_t)length);
+    CHECK(buf);
+    uet_reasm *engines[3] = {uet_reasm_new(buf, chunk), NULL,
+                             uet_reasm_new(buf + 2 * chunk, length - 2 * chunk)};
+    CHECK(engines[0] && engines[2]);
+    uet_rx_chunks table = {length, chunk, 3, 0, engines};
+    uet_rx_msg *msg = uet_rx_msg_add(ep, (const char *)SRC, 5, 42);
+    CHECK(msg);
+    msg->asm_ = &table;
+    msg->opcode = (uint8_t)L.send_opcode;
+    msg->length = (uint64_t)length;
+    msg->live = 1;
+
+    uet_rx_ack ack;
+    int taken = 0;
+    uint8_t d[2048];
+    for (int round = 0; round < 200000; round++) {
+        size_t plen = rnd() % 1400;
+        size_t n = L.request_size + L.std_size + plen + 4;
+        memset(d, 0, n);
+        put(d, L.type, L.rud_req);
+        put(d, L.next_hdr, L.nh_std);
+        put(d, L.psn, 1000 + rnd() % 300);
+        put(d, L.spdcid, 9);
+        put(d, L.dpdcid, 7);
+        put(d, L.clear_psn_offset, rnd() & 0xFFFF);
+        put(d, L.ar, rnd() & 1);
+        uint8_t *s = d + L.request_size;
+        put(s, L.opcode, L.send_opcode);
+        put(s, L.message_id, 42);
+        put(s, L.initiator, 5);
+        put(s, L.request_length, (uint64_t)length);
+        put(s, L.payload_length, plen);
+        put(s, L.message_offset, rnd() % (uint32_t)(length + 200));
+        switch (rnd() % 6) {
+        case 0: /* random bytes anywhere */
+            for (size_t i = 0; i < n - 4; i++)
+                d[i] = (uint8_t)rnd();
+            break;
+        case 1: /* a few flipped bits in the headers */
+            for (int k = 0; k < 3; k++) {
+                uint32_t bit = rnd() % (uint32_t)((L.request_size + L.std_size) * 8);
+                d[bit >> 3] ^= (uint8_t)(0x80 >> (bit & 7));
+            }
+            break;
+        case 2: /* truncated */
+            n = rnd() % (n + 1);
+            break;
+        default:
+            break;
+        }
+        if (n >= 4 && (rnd() % 8))
+            seal(d, n);
+        int r = uet_rx_take(ep, (const char *)d, n, (const char *)SRC, (const char *)DST, 5000,
+                            4793, (uint8_t)(rnd() % 64), (uint8_t)(rnd() % 4), 1.0, 0.5, &ack);
+        CHECK(r >= 0 && r <= 2);
+        taken += r > 0;
+        if (round % 997 == 0) { /* keep the window moving */
+            uet_psnwin_free(win);
+            win = uet_psnwin_new(1000, 256);
+            CHECK(win);
+            pdc->win = win;
+            msg->got = 0;
+        }
+    }
+    CHECK(taken > 0);
+    CHECK(uet_reasm_received(engines[0]) <= chunk && msg->got <= (uint64_t)length);
+    int64_t counts[4];
+    uet_rx_ep_counters(ep, counts);
+    CHECK(counts[3] == taken);
+    uet_rx_msg_remove(ep, msg);
+    uet_rx_ep_free(ep); /* frees the PDC lane */
+    uet_psnwin_free(win);
+    uet_reasm_free(engines[0]);
+    uet_reasm_free(engines[2]);
+    free(buf);
+    printf("ok\n");
+    return 0;
+}

@@ -1,0 +1,211 @@
+"""The receive lane (issue 15 item 1): one C call takes a middle packet of a SEND or TAGGED_SEND
+on an open RUD PDC into reassembly storage already in use - trailer check (A.3), header parse
+(B.5, D.3), PSN window (W1), placement, the ACK decision (A1) - and leaves anything else untouched
+for the Python reference. ``native/rxlane.c`` is the C; its readable twin, which runs whenever the
+C backend does not (``UET_NATIVE=0``), is :func:`uet.pds.fastpath.receive_request` with
+:func:`uet.ses.fastpath.take`. tests/native/test_rxlane.py drives the same datagram sequences
+through both and requires the same datagrams, events and state.
+
+What this module owns: the layout handed to C (every field position read from the schema, never
+typed here), :class:`RxLanes` (one endpoint's tables of PDC and message lanes, allocated and freed
+in C), and the plain-Python :class:`PdcState` / :class:`MsgState` that hold the same fields when
+no C lane does (the twin backend, or a lane removed). The PDS target and the SES message read
+their per-packet fields through properties over whichever holds them (:func:`lane_field`), so
+there is one copy of each field at any time.
+"""
+
+from __future__ import annotations
+
+import operator
+import socket
+from typing import Any, Mapping
+
+from . import BACKEND
+
+AVAILABLE: bool = BACKEND == "c"
+#: False: the Python twin takes what the C lane would (the differential tests compare the two)
+ENABLED = True
+
+
+class PdcState:
+    """A target PDC's per-packet fields when no C lane holds them (uet/pds/target.py)."""
+
+    __slots__ = ("bytes_since_ack", "rcvd_bytes", "ooo_count", "sack_base", "late", "late_set",
+                 "clear_psn", "last_rx", "open", "pending_ar_set")
+
+    def __init__(self) -> None:
+        self.bytes_since_ack = self.rcvd_bytes = self.ooo_count = 0
+        self.sack_base = self.late = self.clear_psn = 0
+        self.late_set = self.open = self.pending_ar_set = 0
+        self.last_rx = 0.0
+
+
+
+
+class MsgState:
+    """A message's per-packet fields when no C lane holds them (uet/ses/common.py RxMessage)."""
+
+    __slots__ = ("got", "last", "live")
+
+    def __init__(self) -> None:
+        self.got = 0
+        self.last = 0.0
+        self.live = 1
+
+
+def lane_field(name: str) -> property:
+    """A property that reads and writes ``self._lane.<name>``: the C lane's field while one is
+    registered, the plain state's otherwise."""
+    get = operator.attrgetter("_lane." + name)
+
+    def put(self: Any, value: Any) -> None:
+        setattr(self._lane, name, value)
+
+    return property(get, put, doc=f"{name} (held by the object's lane, uet.native.rxlane)")
+
+
+def ipv4(peer: Any) -> bytes | None:
+    """The 4 bytes of an IPv4 address literal, else None: only IPv4 peers get C lanes."""
+    if not isinstance(peer, str):
+        return None
+    try:
+        return socket.inet_pton(socket.AF_INET, peer)
+    except (OSError, ValueError):
+        return None
+
+
+class ChunkCounts:
+    """A message buffer's received-byte count when it has no C chunk table (the twin)."""
+
+    __slots__ = ("received",)
+
+    def __init__(self) -> None:
+        self.received = 0
+
+
+if AVAILABLE:
+    from ._uet_native import ffi as _ffi, lib as _lib
+
+    def new_chunk_table(length: int, chunk: int) -> Any:
+        """The C chunk table of a message buffer (uet/native/reassembly.py): its received
+        count from the start; its engine slots only once a lane reads it (:func:`chunk_slots`),
+        so that a long claimed length costs nothing until then."""
+        t = _ffi.new("uet_rx_chunks *")
+        t.length, t.chunk = length, chunk
+        return t
+
+    def chunk_slots(table: Any, engines: Mapping[int, Any]) -> Any:
+        """Give ``table`` its engine slots, filled from ``engines`` (chunk index -> a C
+        ``Reassembly`` of uet.native._cbackend); the caller keeps the returned array alive."""
+        n = -(-table.length // table.chunk) if table.length else 0
+        slots = _ffi.new("uet_reasm *[]", max(1, n))
+        for index, engine in engines.items():
+            slots[index] = engine._r
+        table.chunks, table.nchunks = slots, n
+        return slots
+
+    def set_chunk(table: Any, index: int, engine: Any) -> None:
+        """Chunk ``index``'s engine into a table that has slots."""
+        table.chunks[index] = engine._r
+
+    def _allocated(lane: Any, what: str) -> Any:
+        if lane == _ffi.NULL:
+            raise MemoryError("uet.native.rxlane: cannot allocate " + what)
+        return lane
+
+    def _detached(lane: Any, state: Any, remove: Any, ep: Any) -> Any:
+        for name in state.__slots__:
+            setattr(state, name, getattr(lane, name))
+        remove(ep, lane)
+        return state
+
+    class RxLanes:
+        """One endpoint's lanes: PDC lanes by PDCID and message lanes by (peer, initiator,
+        message id), shared by the PDS target and the SES above it; :meth:`take` is the C path."""
+
+        def __init__(self, layout: Mapping[str, Any]) -> None:
+            """``layout``: every field of ``uet_rx_layout`` (native/rxlane.h) by name - a
+            header field as (bit position, width, signed), a constant as an int - from the
+            schema (uet.ses.lanes builds it: this package names no header field itself)."""
+            names = {name for name, _ in _ffi.typeof("uet_rx_layout").fields}
+            if set(layout) != names:
+                raise ValueError("uet.native.rxlane: the layout must name exactly %s"
+                                 % sorted(names))
+            lay = _ffi.new("uet_rx_layout *")
+            for name, value in layout.items():
+                if isinstance(value, tuple):
+                    f = getattr(lay, name)
+                    f.pos, f.width, f.is_signed = value[0], value[1], int(value[2])
+                else:
+                    setattr(lay, name, value)
+            ep = _lib.uet_rx_ep_new(lay)
+            if ep == _ffi.NULL:
+                raise MemoryError("uet.native.rxlane: cannot allocate the lane tables")
+            self._ep = _ffi.gc(ep, _lib.uet_rx_ep_free)
+            self.ack = _ffi.new("uet_rx_ack *")
+            self._counts = _ffi.new("int64_t[4]")
+            self.taken = 0  # requests the C lane took, in all (what shows it ran)
+            # the counters the lane keeps in C reach the endpoints' own when they are read
+            # (their ``stats``): ``dirty`` says the lane took something since the last fold
+            self.dirty = False
+            self.pds_stats: Any = None
+            self.ses_stats: Any = None
+            self._status = _ffi.new("int32_t *")
+
+        def add_pdc(self, pdcid: int) -> Any:
+            """A new PDC lane for ``pdcid`` (closed until its target opens it)."""
+            return _allocated(_lib.uet_rx_pdc_add(self._ep, pdcid), "a PDC lane")
+
+        def remove_pdc(self, lane: Any) -> PdcState:
+            """Unregister ``lane`` and free it; its fields, copied into a :class:`PdcState`."""
+            return _detached(lane, PdcState(), _lib.uet_rx_pdc_remove, self._ep)
+
+        def add_msg(self, peer4: bytes, initiator: int, message_id: int) -> Any:
+            """A new message lane for the message K1 names (not live until filled in)."""
+            return _allocated(_lib.uet_rx_msg_add(self._ep, peer4, initiator, message_id),
+                              "a message lane")
+
+        def remove_msg(self, lane: Any) -> MsgState:
+            """Unregister ``lane`` and free it; its fields, copied into a :class:`MsgState`."""
+            return _detached(lane, MsgState(), _lib.uet_rx_msg_remove, self._ep)
+
+        def take(self, data: bytes, src4: bytes, dst4: bytes, sport: int, dport: int,
+                 dscp: int, ecn: int, now: float, ses_now: float) -> int:
+            """0: not taken, nothing changed; 1: taken; 2: taken, an ACK is due (``ack``)."""
+            return _lib.uet_rx_take(self._ep, data, len(data), src4, dst4, sport, dport, dscp,
+                                    ecn, now, ses_now, self.ack)
+
+        def take_area(self, area: Any, start: int, n: int, local4: bytes, dport: int,
+                      now: float, ses_now: float) -> tuple[int, int]:
+            """:meth:`take` over datagrams ``start``..``n - 1`` of a receive area
+            (uet.native.sockbatch.RxArea), in order: ``(k, status)``, datagram ``k`` the first
+            not simply taken (status 0: not taken, 2: taken with an ACK due), or ``(n, 0)``."""
+            status = self._status
+            k = _lib.uet_rx_take_area(self._ep, area.buf, area.slot, area.recs, start, n, local4,
+                                      dport, now, ses_now, self.ack, status)
+            return k, status[0]
+
+        def counters(self) -> tuple[int, int, int, int]:
+            """(retx_rx, requests, duplicate_packets, taken) since the last call."""
+            c = self._counts
+            _lib.uet_rx_ep_counters(self._ep, c)
+            self.taken += c[3]
+            return c[0], c[1], c[2], c[3]
+
+        def fold(self) -> None:
+            """The lane's counters into the PDS's (R4 ``retx_rx``) and the SES's (``requests``,
+            ``duplicate_packets``): what their ``stats`` do before they answer."""
+            self.dirty = False
+            retx_rx, requests, duplicates, _ = self.counters()
+            if retx_rx and self.pds_stats is not None:
+                self.pds_stats["retx_rx"] += retx_rx
+            if requests and self.ses_stats is not None:
+                self.ses_stats["requests"] += requests
+                if duplicates:
+                    self.ses_stats["duplicate_packets"] += duplicates
+
+else:
+    RxLanes = None  # type: ignore[assignment,misc]
+
+    def new_chunk_table(length: int, chunk: int) -> Any:
+        return ChunkCounts()
