@@ -22,7 +22,7 @@ struct uet_rx_ep {
     uet_rx_layout L;
     uet_rx_pdc *pdcs[PDC_BUCKETS];
     uet_rx_msg *msgs[MSG_BUCKETS];
-    int64_t retx_rx, requests, duplicate_packets, taken;
+    int64_t retx_rx, requests, duplicate_packets, taken, acks_tx;
 };
 
 /* A field of at most 32 bits at bit ``f.pos`` of ``p`` (big-endian, most significant bit first);
@@ -38,6 +38,29 @@ static int64_t field(const uint8_t *p, uet_field f)
     if (f.is_signed && (v >> (f.width - 1)))
         return (int64_t)v - (int64_t)(1ull << f.width);
     return (int64_t)v;
+}
+
+/* Writes the low ``f.width`` bits of v (up to 64) at bit ``f.pos`` of p, most significant first. */
+static void put_field(uint8_t *p, uet_field f, uint64_t v)
+{
+    for (int i = 0; i < f.width; i++) {
+        uint32_t bit = (uint32_t)f.pos + f.width - 1 - (uint32_t)i;
+        uint8_t mask = (uint8_t)(0x80u >> (bit & 7));
+        if ((v >> i) & 1)
+            p[bit >> 3] |= mask;
+        else
+            p[bit >> 3] &= (uint8_t)~mask;
+    }
+}
+
+/* AckEncoder.pack's clamp of an offset to the signed 16-bit field (B.7) */
+static uint64_t offset16(int32_t d)
+{
+    if (d < -32768)
+        d = -32768;
+    if (d > 32767)
+        d = 32767;
+    return (uint64_t)(uint16_t)(int16_t)d;
 }
 
 static uint32_t pdc_hash(uint16_t pdcid) { return pdcid & (PDC_BUCKETS - 1); }
@@ -83,7 +106,8 @@ void uet_rx_ep_counters(uet_rx_ep *ep, int64_t *out)
     out[1] = ep->requests;
     out[2] = ep->duplicate_packets;
     out[3] = ep->taken;
-    ep->retx_rx = ep->requests = ep->duplicate_packets = ep->taken = 0;
+    out[4] = ep->acks_tx;
+    ep->retx_rx = ep->requests = ep->duplicate_packets = ep->taken = ep->acks_tx = 0;
 }
 
 uet_rx_pdc *uet_rx_pdc_add(uet_rx_ep *ep, uint16_t pdcid)
@@ -168,6 +192,54 @@ static uint32_t udp_seed(const uint8_t *src, const uint8_t *dst, uint16_t sport,
     ctx[13] = (uint8_t)udp_len;
     ctx[14] = ctx[15] = 0;
     return uet_crc32c(0, ctx, sizeof ctx);
+}
+
+/* Target.send_ack (A2-A4) of uet/pds/target.py for a PDC whose ACKs the lane may build (its
+ * ``ack_quick``: an ACK_CC with cc_type 0, no receiver penalty, no credit, no CSIG reflection,
+ * no stored response): the SACK base tracker (A3), the ACK_CC bytes, the trailer of the answer's
+ * context (A4: from the request's destination to its source). */
+static void build_ack(uet_rx_ep *ep, uet_rx_pdc *p, uint32_t psn, int retx, int ce,
+                      const uint8_t *src, const uint8_t *dst, uint16_t sport, uint16_t dport,
+                      uet_rx_ack *ack)
+{
+    const uet_rx_layout *L = &ep->L;
+    uint32_t cack = uet_psnwin_cack(p->win);
+    uint32_t sb = p->sack_base;
+    if (uet_psn_diff(cack, sb) > 0)
+        sb = cack;
+    uint32_t hi = uet_psnwin_highest(p->win);
+    while (uet_psn_diff(hi, sb) > 63)
+        sb += 64;
+    p->sack_base = sb;
+    if (p->late_set) {
+        uint32_t late = p->late;
+        p->late_set = 0;
+        p->late = 0;
+        if (uet_psn_diff(late, cack) > 0)
+            sb = late; /* A3: report a PSN that arrived below the tracker base */
+    }
+    p->bytes_since_ack = 0;
+    uint8_t *out = ack->datagram;
+    uint32_t size = L->ack_size;
+    memcpy(out, p->ack_const, size);
+    put_field(out, L->ack_psn_offset, offset16(uet_psn_diff(psn, cack)));
+    put_field(out, L->cack_psn, cack);
+    if (ce)
+        put_field(out, L->ack_m, 1);
+    if (retx)
+        put_field(out, L->ack_retx, 1);
+    put_field(out, L->sack_psn_offset, offset16(uet_psn_diff(sb, cack)));
+    put_field(out, L->sack_bitmap, uet_psnwin_sack(p->win, sb));
+    put_field(out, L->rcvd_bytes, (uint64_t)p->rcvd_bytes & 0xFFFFFF);
+    put_field(out, L->ooo_count, (uint64_t)p->ooo_count & 0xFFFF);
+    uint32_t crc = uet_crc32c(udp_seed(dst, src, dport, sport, UDP_HEADER_LEN + size + TRAILER_LEN),
+                              out, size);
+    out[size] = (uint8_t)(crc >> 24);
+    out[size + 1] = (uint8_t)(crc >> 16);
+    out[size + 2] = (uint8_t)(crc >> 8);
+    out[size + 3] = (uint8_t)crc;
+    ack->len = size + TRAILER_LEN;
+    ep->acks_tx++;
 }
 
 /* uet/ses/fastpath.py take, from its checks to the placement; returns -1 (not taken, nothing
@@ -269,6 +341,19 @@ int uet_rx_take(uet_rx_ep *ep, const char *datagram, size_t n, const char *src_b
     int ce = ecn == L->ecn_ce;
     if (ar || ce || p->ack_per_packet || p->pending_ar_set
         || p->bytes_since_ack + add >= p->ack_gen_trigger) {
+        /* Target.acknowledge, where the lane may build the ACK and no AR is left pending */
+        if (p->ack_quick && !p->pending_ar_set && L->ack_size >= 16
+            && L->ack_size <= sizeof p->ack_const
+            && L->ack_size + TRAILER_LEN <= sizeof ack->datagram
+            && !(ar && uet_psn_diff(psn, uet_psnwin_cack(p->win)) > 0)) {
+            if (ar || (ce && p->ack_on_ecn) || p->ack_per_packet
+                || p->bytes_since_ack + add >= p->ack_gen_trigger) {
+                build_ack(ep, p, psn, retx, ce, src, dst, sport, dport, ack);
+                return 3;
+            }
+            p->bytes_since_ack += add; /* CE without ACK_ON_ECN: nothing asks for an ACK yet */
+            return 1;
+        }
         ack->psn = psn;
         ack->plen = plen;
         ack->pdcid = p->pdcid;

@@ -1,6 +1,7 @@
 /* uet receive lane: the C twin of uet/pds/fastpath.py:receive_request together with
  * uet/ses/fastpath.py:take - one middle packet of a SEND or TAGGED_SEND, on an open RUD PDC,
- * into reassembly storage already in use - and nothing else.  Whatever it does not take it leaves
+ * into reassembly storage already in use, and its ACK where that is a plain ACK_CC of the NSCC
+ * state (Target.send_ack, uet/pds/target.py) - and nothing else.  Whatever it does not take it leaves
  * untouched (return 0, no state changed) for the Python reference.
  *
  * State ownership: the per-PDC and per-message fields the fast path reads and writes live in
@@ -35,6 +36,10 @@ typedef struct {
     uint32_t nh_std;               /* next_hdr of the standard header */
     uint32_t send_opcode, tagged_send_opcode;
     uint8_t dscp_trimmed, ecn_ce;  /* A.2 */
+    /* the ACK_CC fields an ACK of the lane sets (B.8; the rest come from the PDC's constant) */
+    uet_field ack_psn_offset, cack_psn, ack_m, ack_retx, sack_psn_offset, sack_bitmap,
+        rcvd_bytes, ooo_count;
+    uint32_t ack_size;             /* the ACK_CC header's bytes (B.8) */
 } uet_rx_layout;
 
 /* The target side of one PDC (uet/pds/target.py), the fields its fast path uses. */
@@ -52,6 +57,9 @@ typedef struct uet_rx_pdc {
     int64_t bytes_since_ack, rcvd_bytes, ooo_count; /* A1, A5 */
     uint32_t sack_base, late, clear_psn;             /* A3, W1 */
     double last_rx;
+    uint8_t ack_quick;             /* the lane may build this PDC's ACKs (set by Python: A2, A5) */
+    uint8_t ack_on_ecn;            /* A1 */
+    uint8_t ack_const[32];         /* the ACK_CC constant fields (type, PDC ids, MPR) */
 } uet_rx_pdc;
 
 /* The chunk engines of one message buffer (uet/native/reassembly.py): chunks[i] is the
@@ -74,11 +82,14 @@ typedef struct uet_rx_msg {
     double last;                   /* R3 */
 } uet_rx_msg;
 
-/* What a taken packet asks of Python: an ACK (A1) for it. */
+/* What a taken packet asks of Python: an ACK (A1) for it (status 2), or the ACK the lane built
+ * (status 3: ``datagram``, ``len`` bytes with its trailer, to go back where the request came from). */
 typedef struct {
     uint32_t psn, plen;
     uint16_t pdcid;
     uint8_t ar, retx, ce;
+    uint32_t len;
+    uint8_t datagram[64];
 } uet_rx_ack;
 
 typedef struct uet_rx_ep uet_rx_ep;
@@ -86,7 +97,7 @@ typedef struct uet_rx_ep uet_rx_ep;
 uet_rx_ep *uet_rx_ep_new(const uet_rx_layout *layout);
 void uet_rx_ep_free(uet_rx_ep *ep);
 /* counters since the last uet_rx_ep_counters call: retx_rx (R4), requests and
- * duplicate_packets (SES), taken; out must hold 4. */
+ * duplicate_packets (SES), taken, acks_tx; out must hold 5. */
 void uet_rx_ep_counters(uet_rx_ep *ep, int64_t *out);
 
 uet_rx_pdc *uet_rx_pdc_add(uet_rx_ep *ep, uint16_t pdcid);
@@ -95,7 +106,8 @@ uet_rx_msg *uet_rx_msg_add(uet_rx_ep *ep, const char *peer, uint32_t initiator,
                            uint16_t message_id);
 void uet_rx_msg_remove(uet_rx_ep *ep, uet_rx_msg *msg);
 
-/* 0: not taken, nothing changed; 1: taken; 2: taken and an ACK is due (ack filled).
+/* 0: not taken, nothing changed; 1: taken; 2: taken and an ACK is due (ack filled); 3: taken
+ * and its ACK built (ack->datagram).
  * ses_now: the SES's clock; a taken packet's message is stamped max(ses_now, now). */
 int uet_rx_take(uet_rx_ep *ep, const char *data, size_t n, const char *src,
                 const char *dst, uint16_t sport, uint16_t dport, uint8_t dscp, uint8_t ecn,

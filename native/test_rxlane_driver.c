@@ -54,8 +54,10 @@ int main(int argc, char **argv)
                                &L.psn, &L.spdcid, &L.dpdcid};
     uet_field *fields_ses[] = {&L.opcode, &L.som, &L.eom, &L.ie, &L.message_id, &L.initiator,
                                &L.request_length, &L.payload_length, &L.message_offset};
-    if (argc != 1 + 18 * 3 + 8) {
-        printf("usage: 54 field numbers (pos width signed) then 8 constants\n");
+    uet_field *fields_ack[] = {&L.ack_psn_offset, &L.cack_psn, &L.ack_m, &L.ack_retx,
+                               &L.sack_psn_offset, &L.sack_bitmap, &L.rcvd_bytes, &L.ooo_count};
+    if (argc != 1 + 26 * 3 + 9) {
+        printf("usage: 78 field numbers (pos width signed) then 9 constants\n");
         return 2;
     }
     int a = 1;
@@ -65,6 +67,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < 9; i++, a += 3)
         *fields_ses[i] = (uet_field){(uint16_t)atoi(argv[a]), (uint8_t)atoi(argv[a + 1]),
                                      (uint8_t)atoi(argv[a + 2])};
+    for (int i = 0; i < 8; i++, a += 3)
+        *fields_ack[i] = (uet_field){(uint16_t)atoi(argv[a]), (uint8_t)atoi(argv[a + 1]),
+                                     (uint8_t)atoi(argv[a + 2])};
     L.request_size = (uint32_t)atoi(argv[a++]);
     L.rud_req = (uint32_t)atoi(argv[a++]);
     L.std_size = (uint32_t)atoi(argv[a++]);
@@ -73,6 +78,7 @@ int main(int argc, char **argv)
     L.tagged_send_opcode = (uint32_t)atoi(argv[a++]);
     L.dscp_trimmed = (uint8_t)atoi(argv[a++]);
     L.ecn_ce = (uint8_t)atoi(argv[a++]);
+    L.ack_size = (uint32_t)atoi(argv[a++]);
 
     uet_rx_ep *ep = uet_rx_ep_new(&L);
     CHECK(ep);
@@ -87,6 +93,8 @@ int main(int argc, char **argv)
     pdc->open = 1;
     pdc->ack_gen_trigger = 16384;
     pdc->ack_gen_min_pkt_add = 1024;
+    pdc->ack_quick = 1; /* the lane builds the ACKs: its builder is under the sanitizers too */
+    memset(pdc->ack_const, 0xA5, sizeof pdc->ack_const);
     uet_rx_pdc *other = uet_rx_pdc_add(ep, 7 + 256); /* the same hash bucket */
     CHECK(other);
     uet_rx_pdc_remove(ep, other);
@@ -107,7 +115,7 @@ int main(int argc, char **argv)
     msg->live = 1;
 
     uet_rx_ack ack;
-    int taken = 0;
+    int taken = 0, built = 0;
     uint8_t d[2048];
     for (int round = 0; round < 200000; round++) {
         size_t plen = rnd() % 1400;
@@ -148,8 +156,14 @@ int main(int argc, char **argv)
             seal(d, n);
         int r = uet_rx_take(ep, (const char *)d, n, (const char *)SRC, (const char *)DST, 5000,
                             4793, (uint8_t)(rnd() % 64), (uint8_t)(rnd() % 4), 1.0, 0.5, &ack);
-        CHECK(r >= 0 && r <= 2);
+        CHECK(r >= 0 && r <= 3);
+        if (r == 3) {
+            CHECK(ack.len == L.ack_size + 4);
+            built++;
+        }
         taken += r > 0;
+        if (round % 2 == 0) /* half the time the reference builds them */
+            pdc->ack_quick = (uint8_t)(!pdc->ack_quick);
         if (round % 997 == 0) { /* keep the window moving */
             uet_psnwin_free(win);
             win = uet_psnwin_new(1000, 256);
@@ -158,11 +172,11 @@ int main(int argc, char **argv)
             msg->got = 0;
         }
     }
-    CHECK(taken > 0);
+    CHECK(taken > 0 && built > 0);
     CHECK(uet_reasm_received(engines[0]) <= chunk && msg->got <= (uint64_t)length);
-    int64_t counts[4];
+    int64_t counts[5];
     uet_rx_ep_counters(ep, counts);
-    CHECK(counts[3] == taken);
+    CHECK(counts[3] == taken && counts[4] == built);
     uet_rx_msg_remove(ep, msg);
     uet_rx_ep_free(ep); /* frees the PDC lane */
     uet_psnwin_free(win);

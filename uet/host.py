@@ -160,8 +160,8 @@ class Host:
             k, status = pds.receive_area(area, i, n, local4, dport, now)
             if k >= n:
                 break
-            if status == 2:  # taken; its ACK is due (A1)
-                pds.acknowledge_lane(item(k, False)[1], now)  # type: ignore[index]
+            if status >= 2:  # taken; its ACK is due or built (A1)
+                pds.acknowledge_lane(item(k, False)[1], status, now)  # type: ignore[index]
             else:
                 it = item(k, True)
                 if it is not None:

@@ -144,7 +144,7 @@ def test_random_bytes_are_never_taken(data, dscp, ecn):
     for d in (data, seal_udp(data, A, B, 5000, 4793)):
         assert lanes.take(d, bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), 5000, 4793, dscp, ecn,
                           1.0, 1.0) == 0
-    assert win.cack == 99 and lane.rcvd_bytes == 0 and lanes.counters() == (0, 0, 0, 0)
+    assert win.cack == 99 and lane.rcvd_bytes == 0 and lanes.counters() == (0, 0, 0, 0, 0)
 
 
 def test_a_layout_that_misses_a_field_is_refused():
@@ -184,3 +184,32 @@ def test_the_area_path_takes_requests_in_place(monkeypatch):
     monkeypatch.setattr(Endpoint, "receive_area", count)
     log = _drive(5, "rud", [300_000, 200_000], 4096, 3000, batch=64, rudi=1, area=True)
     assert log[-1] == 2 and sum(taken) > 80
+
+
+def _pending(log: list) -> int:
+    """ACK_CC datagrams in ``log`` that carry a receiver penalty (B.8 rcv_cwnd_pend > 0)."""
+    from uet.pds.packets import read_ack
+    from uet.wire.enums import ACK_CC_TYPE
+
+    n = 0
+    for entry in log:
+        if (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], bytes)
+                and entry[1] and entry[1][0] >> 3 == ACK_CC_TYPE):
+            n += read_ack(ACK_CC_TYPE, entry[1], len(entry[1]) - 4).rcv_cwnd_pend > 0
+    return n
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_acks_under_receiver_pressure_are_the_twins(seed, monkeypatch):
+    """A5: while the SES's reassembly bytes for the peer are more than half its budget, the ACKs
+    carry a penalty, and the first after it says restore_cwnd: the C lane leaves those ACKs to
+    the reference and builds the others; every datagram is the twin's."""
+    import functools
+
+    import tests.pds.test_fastpath as tf
+
+    small = functools.partial(SesConfig, rx_bytes_per_peer=4 << 18, rx_bytes=8 << 18)
+    monkeypatch.setattr(tf, "SesConfig", small)
+    c, twin = _both(_drive, seed, "rud", [300_000, 280_000, 260_000], 4096, 5000, batch=16)
+    assert c == twin and c[-1] == 3
+    assert _pending(c) > 0  # the penalty happened: the test covers the hand-over both ways

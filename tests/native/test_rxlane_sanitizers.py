@@ -9,15 +9,15 @@ from tests.native.sanitize import run_sanitized
 SOURCES = ["test_rxlane_driver.c", "rxlane.c", "crc32c.c", "reasm.c"]
 
 CONSTANTS = ("request_size", "rud_req", "std_size", "nh_std", "send_opcode",
-             "tagged_send_opcode", "dscp_trimmed", "ecn_ce")
+             "tagged_send_opcode", "dscp_trimmed", "ecn_ce", "ack_size")
 
 
 def test_rxlane_under_asan_ubsan(tmp_path):
-    from uet.ses.lanes import PDS_FIELDS, SES_FIELDS, lane_layout
+    from uet.ses.lanes import ACK_FIELDS, PDS_FIELDS, SES_FIELDS, lane_layout
 
     lay = lane_layout()
     args = []
-    for name in PDS_FIELDS + SES_FIELDS:  # the order of uet_rx_layout (native/rxlane.h)
+    for name in PDS_FIELDS + SES_FIELDS + tuple(ACK_FIELDS):  # uet_rx_layout's order
         pos, width, signed = lay[name]
         args += [str(pos), str(width), str(int(signed))]
     args += [str(lay[name]) for name in CONSTANTS]

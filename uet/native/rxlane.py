@@ -1,7 +1,8 @@
 """The receive lane (issue 15 item 1): one C call takes a middle packet of a SEND or TAGGED_SEND
 on an open RUD PDC into reassembly storage already in use - trailer check (A.3), header parse
-(B.5, D.3), PSN window (W1), placement, the ACK decision (A1) - and leaves anything else untouched
-for the Python reference. ``native/rxlane.c`` is the C; its readable twin, which runs whenever the
+(B.5, D.3), PSN window (W1), placement, the ACK decision (A1) and, where the PDC's ACK is a plain
+ACK_CC of the NSCC state (the target keeps ``ack_quick``), the ACK with its trailer (A2-A4) - and
+leaves anything else untouched for the Python reference. ``native/rxlane.c`` is the C; its readable twin, which runs whenever the
 C backend does not (``UET_NATIVE=0``), is :func:`uet.pds.fastpath.receive_request` with
 :func:`uet.ses.fastpath.take`. tests/native/test_rxlane.py drives the same datagram sequences
 through both and requires the same datagrams, events and state.
@@ -104,6 +105,12 @@ if AVAILABLE:
         table.chunks, table.nchunks = slots, n
         return slots
 
+    def set_ack_const(lane: Any, const: bytes) -> None:
+        """The constant bytes of a PDC lane's ACKs (B.8: type, PDC ids, MPR)."""
+        if len(const) > len(lane.ack_const):
+            raise ValueError("uet.native.rxlane: an ACK of %d bytes does not fit" % len(const))
+        _ffi.memmove(lane.ack_const, const, len(const))
+
     def set_chunk(table: Any, index: int, engine: Any) -> None:
         """Chunk ``index``'s engine into a table that has slots."""
         table.chunks[index] = engine._r
@@ -143,7 +150,7 @@ if AVAILABLE:
                 raise MemoryError("uet.native.rxlane: cannot allocate the lane tables")
             self._ep = _ffi.gc(ep, _lib.uet_rx_ep_free)
             self.ack = _ffi.new("uet_rx_ack *")
-            self._counts = _ffi.new("int64_t[4]")
+            self._counts = _ffi.new("int64_t[5]")
             self.taken = 0  # requests the C lane took, in all (what shows it ran)
             # the counters the lane keeps in C reach the endpoints' own when they are read
             # (their ``stats``): ``dirty`` says the lane took something since the last fold
@@ -169,9 +176,15 @@ if AVAILABLE:
             """Unregister ``lane`` and free it; its fields, copied into a :class:`MsgState`."""
             return _detached(lane, MsgState(), _lib.uet_rx_msg_remove, self._ep)
 
+        def built_ack(self) -> bytes:
+            """The ACK datagram the lane built (status 3), trailer included."""
+            a = self.ack
+            return _ffi.buffer(a.datagram, a.len)[:]
+
         def take(self, data: bytes, src4: bytes, dst4: bytes, sport: int, dport: int,
                  dscp: int, ecn: int, now: float, ses_now: float) -> int:
-            """0: not taken, nothing changed; 1: taken; 2: taken, an ACK is due (``ack``)."""
+            """0: not taken, nothing changed; 1: taken; 2: taken, an ACK is due (``ack``);
+            3: taken, its ACK built (:meth:`built_ack`)."""
             return _lib.uet_rx_take(self._ep, data, len(data), src4, dst4, sport, dport, dscp,
                                     ecn, now, ses_now, self.ack)
 
@@ -179,26 +192,30 @@ if AVAILABLE:
                       now: float, ses_now: float) -> tuple[int, int]:
             """:meth:`take` over datagrams ``start``..``n - 1`` of a receive area
             (uet.native.sockbatch.RxArea), in order: ``(k, status)``, datagram ``k`` the first
-            not simply taken (status 0: not taken, 2: taken with an ACK due), or ``(n, 0)``."""
+            not simply taken (status 0: not taken, 2: taken with an ACK due, 3: taken with its
+            ACK built), or ``(n, 0)``."""
             status = self._status
             k = _lib.uet_rx_take_area(self._ep, area.buf, area.slot, area.recs, start, n, local4,
                                       dport, now, ses_now, self.ack, status)
             return k, status[0]
 
-        def counters(self) -> tuple[int, int, int, int]:
-            """(retx_rx, requests, duplicate_packets, taken) since the last call."""
+        def counters(self) -> tuple[int, int, int, int, int]:
+            """(retx_rx, requests, duplicate_packets, taken, acks_tx) since the last call."""
             c = self._counts
             _lib.uet_rx_ep_counters(self._ep, c)
             self.taken += c[3]
-            return c[0], c[1], c[2], c[3]
+            return c[0], c[1], c[2], c[3], c[4]
 
         def fold(self) -> None:
-            """The lane's counters into the PDS's (R4 ``retx_rx``) and the SES's (``requests``,
-            ``duplicate_packets``): what their ``stats`` do before they answer."""
+            """The lane's counters into the PDS's (R4 ``retx_rx``, ``acks_tx``) and the SES's
+            (``requests``, ``duplicate_packets``): what their ``stats`` do before they answer."""
             self.dirty = False
-            retx_rx, requests, duplicates, _ = self.counters()
-            if retx_rx and self.pds_stats is not None:
-                self.pds_stats["retx_rx"] += retx_rx
+            retx_rx, requests, duplicates, _, acks = self.counters()
+            if self.pds_stats is not None:
+                if retx_rx:
+                    self.pds_stats["retx_rx"] += retx_rx
+                if acks:
+                    self.pds_stats["acks_tx"] += acks
             if requests and self.ses_stats is not None:
                 self.ses_stats["requests"] += requests
                 if duplicates:
@@ -206,6 +223,9 @@ if AVAILABLE:
 
 else:
     RxLanes = None  # type: ignore[assignment,misc]
+
+    def set_ack_const(lane: Any, const: bytes) -> None:
+        return None
 
     def new_chunk_table(length: int, chunk: int) -> Any:
         return ChunkCounts()

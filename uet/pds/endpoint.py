@@ -63,7 +63,7 @@ from ..errors import DecodeError
 from ..wire.enums import (ACK_TYPES, CONTROL_TYPE, CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ,
                           CTL_CREDIT, CTL_CREDIT_REQ,
                           CTL_CLOSE, CTL_CLOSE_REQ, CTL_NOOP, CTL_PROBE, NACK_BY_NAME,
-                          NACK_TYPES, REQUEST_TYPES, ROD_TYPES, RUD_REQ, nack_name)
+                          NACK_TYPES, REQUEST_TYPES, ROD_REQ, ROD_TYPES, RUD_REQ, nack_name)
 from ..wire.trailer import TRAILER_LEN, UDP_HEADER_LEN
 from ..wire.trailer import address_bytes as _addr, udp_seed
 from .. import native
@@ -170,6 +170,14 @@ class Endpoint:
         self.lanes = getattr(upper, "lanes", None)
         if self.lanes is not None:
             self.lanes.pds_stats = self.stats_counter
+            upper.watch_pressure(self._pressure_changed)  # type: ignore[attr-defined]
+
+    def _pressure_changed(self, peer: object) -> None:
+        """The upper layer's receive resources for ``peer`` changed: whether the C lane may
+        build the ACKs of its targets (A5) is decided again."""
+        for t in self._tgts.values():
+            if t.peer == peer:
+                t.refresh_quick()
 
     def submit(self, dst: str, item: Outgoing, *, mode: str = "rud", job_id: int = 0,
                tc: int = 0) -> None:
@@ -295,10 +303,14 @@ class Endpoint:
 
     def _fast(self, data: bytes, meta: DatagramMeta, now: float) -> bool:
         """The fast path of a request (True if it took ``data``): the C receive lane
-        (uet.native.rxlane) where the SES above keeps lanes and takes them now, then
-        the Python twin (uet.pds.fastpath) for what the C lane does not serve (ROD, IPv6)."""
+        (uet.native.rxlane) where the SES above keeps lanes and takes them now, else the Python
+        twin (uet.pds.fastpath), which serves what the C lane does not: ROD, and IPv6. What is
+        not a request at all goes the reference way at once."""
+        ptype = data[0] >> 3 if data else -1
+        if ptype != RUD_REQ:
+            return ptype == ROD_REQ and fastpath.receive_request(self, data, meta, now)
         lanes = self.lanes
-        if lanes is not None and data and data[0] >> 3 == RUD_REQ and self.upper.fast_lanes:
+        if lanes is not None and self.upper.fast_lanes:
             src4, dst4 = _addr(meta.src), _addr(meta.dst)
             if len(src4) == 4 and len(dst4) == 4:
                 ses = self.upper
@@ -308,14 +320,20 @@ class Endpoint:
                     lanes.dirty = True
                     if now > ses._now:
                         ses._now = now
-                    if r == 2:
-                        self.acknowledge_lane(meta, now)
+                    if r >= 2:
+                        self.acknowledge_lane(meta, r, now)
                     return True
+                return False  # what the C lane leaves, its twin would leave too
         return fastpath.receive_request(self, data, meta, now)
 
-    def acknowledge_lane(self, meta: DatagramMeta, now: float) -> None:
-        """A1 for the request the C lane just took and found asking for an ACK (its ``ack``):
-        the reference's :meth:`Target.acknowledge`, as the Python twin calls it."""
+    def acknowledge_lane(self, meta: DatagramMeta, status: int, now: float) -> None:
+        """A1 for the request the C lane just took and found asking for an ACK: status 3, the
+        lane built the ACK (A2-A4), which goes back as :meth:`send_answer` sends one; status 2,
+        the reference's :meth:`Target.acknowledge` (as the Python twin calls it) decides."""
+        if status == 3:
+            r = self._reply_to(meta)
+            self._out.append((self.lanes.built_ack(), r))  # acks_tx: counted by the lane
+            return
         a = self.lanes.ack
         self._tgts[a.pdcid].acknowledge(meta, a.psn, a.plen, None, ar=a.ar, syn=0, retx=a.retx,
                                         ce=bool(a.ce), now=now)
@@ -326,7 +344,7 @@ class Endpoint:
         ``recvmmsg``, uet.native.sockbatch.RxArea), read in place: what it takes is as if
         :meth:`receive_datagram` had taken it. Returns ``(k, status)``: datagram ``k`` is the
         first it did not simply take - status 0: not taken (the caller hands it to
-        :meth:`receive_datagram`), 2: taken with an ACK due (the caller calls
+        :meth:`receive_datagram`), 2 or 3: taken with an ACK due or built (the caller calls
         :meth:`acknowledge_lane` with its meta) - or ``(n, 0)``. Without lanes: ``(start, 0)``."""
         lanes = self.lanes
         if lanes is None or not fastpath.ENABLED or not self.upper.fast_lanes:
@@ -334,7 +352,7 @@ class Endpoint:
         self._now = now
         ses = self.upper
         k, status = lanes.take_area(area, start, n, local4, dport, now, ses._now)
-        taken = k - start + (status == 2)
+        taken = k - start + (status >= 2)
         if taken:
             lanes.dirty = True
             self.stats_counter["rx_datagrams"] += taken

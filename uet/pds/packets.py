@@ -205,6 +205,10 @@ class AckEncoder:
             (sh[n] for n in ("sack_psn_offset", "sack_bitmap", "rcvd_bytes", "ooo_count",
                              "rcv_cwnd_pend", "restore_cwnd", "cc_type")))
 
+    def const_bytes(self) -> bytes:
+        """The constant fields alone, as bytes (what the C receive lane starts an ACK from)."""
+        return self._const.to_bytes(self.size, "big")
+
     def pack(self, cack: int, ack_psn_offset: int, m: bool, retx: bool, next_hdr: int,
              sack_psn_offset: int, sack_bitmap: int, rcvd_bytes: int, ooo_count: int,
              probe: int | None = None, req: int = 0, rcv_cwnd_pend: int = 0,

@@ -56,10 +56,11 @@ Close, C.7
 
 from __future__ import annotations
 
-from typing import Any
+from operator import attrgetter
+from typing import Any, Callable
 
 from .. import native
-from ..native.rxlane import PdcState, ipv4, lane_field
+from ..native.rxlane import PdcState, ipv4, lane_field, set_ack_const
 from ..wire.enums import CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_CREDIT_REQ, CTL_PROBE, NACK_BY_NAME
 from .datagram import CE, DatagramMeta
 from . import credit
@@ -76,12 +77,36 @@ N = NACK_BY_NAME
 HALF_OPEN, OPEN, CLOSING = "half_open", "open", "closing"
 
 
+def _kept(name: str, on_set: Callable[[Any, Any], None], doc: str) -> property:
+    """An attribute kept in ``_<name>`` whose every change also calls ``on_set(target, value)``
+    (what tells the C receive lane)."""
+    private = "_" + name
+
+    def put(self: Any, value: Any) -> None:
+        setattr(self, private, value)
+        on_set(self, value)
+
+    return property(attrgetter(private), put, doc=doc)
+
+
 class Target(PdcSide):
     role = "target"
 
-    # The fields a request on an open PDC changes live in the PDC's lane (uet.native.rxlane):
-    # the C receive lane's while one is registered (the endpoint's ``lanes``), a plain
-    # PdcState otherwise - one copy, whichever path takes the packet.
+    # What the C receive lane (uet.native.rxlane) only reads is told to it as it changes:
+    # whether the PDC is open to it, whether an AR is pending (A1), whether it may build the
+    # ACKs (refresh_quick)
+    state = _kept("state", lambda t, v: setattr(t._lane, "open", int(v == OPEN and t._laned)),
+                  "HALF_OPEN, OPEN or CLOSING")
+    pending_ar = _kept("pending_ar", lambda t, v: setattr(t._lane, "pending_ar_set",
+                                                            int(v is not None)),
+                       "A1: the newest PSN that asked for an ACK before CACK covered it")
+    penalised = _kept("penalised", lambda t, v: t.refresh_quick(),
+                      "A5: the last ACK carried rcv_cwnd_pend > 0")
+    credited = _kept("credited", lambda t, v: t.refresh_quick(),
+                     "Q5 of uet.pds.credit: RCCC credit flows on this PDC")
+    # The fields a request on an open PDC changes live in the PDC's lane: the C lane's while
+    # one is registered (the endpoint's ``lanes``), a plain PdcState otherwise - one copy,
+    # whichever path takes the packet
     bytes_since_ack = lane_field("bytes_since_ack")
     rcvd_bytes = lane_field("rcvd_bytes")
     ooo_count = lane_field("ooo_count")
@@ -117,8 +142,8 @@ class Target(PdcSide):
         self.late: int | None = None
         self.rcvd_bytes = 0
         self.ooo_count = 0
-        self.penalised = False  # A5: the last ACK carried rcv_cwnd_pend > 0
-        self.credited = False   # Q5 of uet.pds.credit: RCCC credit flows on this PDC
+        self._penalised = False  # A5 (the property tells the lane)
+        self._credited = False   # Q5
         self.grant_due = 0      # Q7: bytes the scheduler granted that the next ACK carries
         self.last_meta: DatagramMeta | None = None  # Q8: where CONTROL CREDIT goes
         self.rod_buf: dict[int, Any] = {}   # W4: PSN -> (next_hdr, SES bytes) or None
@@ -129,25 +154,22 @@ class Target(PdcSide):
         self.close_psn: int | None = None
         self.last_rx = 0.0
         self.acks = AckEncoder(cfg.ack_type, pdcid, peer_pdcid, cfg.mpr)
+        if self._laned:
+            set_ack_const(self._lane, self.acks.const_bytes())
+            self._lane.ack_on_ecn = int(bool(cfg.ack_on_ecn))
+            self.refresh_quick()
 
-    @property
-    def state(self) -> str:
-        return self._state
-
-    @state.setter
-    def state(self, value: str) -> None:
-        self._state = value
-        self._lane.open = int(value == OPEN and self._laned)
-
-    @property
-    def pending_ar(self) -> int | None:
-        """A1: the newest PSN that asked for an ACK before CACK covered it."""
-        return self._pending_ar
-
-    @pending_ar.setter
-    def pending_ar(self, value: int | None) -> None:
-        self._pending_ar = value
-        self._lane.pending_ar_set = int(value is not None)
+    def refresh_quick(self) -> None:
+        """Whether the C lane may build this PDC's ACKs (uet.native.rxlane): when
+        :meth:`send_ack` would make a plain ACK_CC of the NSCC state - no receiver penalty to
+        send or end (A5: the upper layer's resources for the peer at most PEND_FROM full), no
+        credit (Q7), no CSIG reflection (G2). Kept up to date as those change."""
+        if self._laned:
+            acks = getattr(self, "acks", None)
+            self._lane.ack_quick = int(
+                acks is not None and not acks.plain and not self._penalised
+                and not self._credited and self.ep.reflector is None
+                and self.ep.upper.pressure(self.peer) <= PEND_FROM)
 
     @property
     def late(self) -> int | None:

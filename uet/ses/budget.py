@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Hashable
+from typing import Callable, Hashable
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,8 @@ class ReceiveBudget:
         self._peer_bytes: Counter[Hashable] = Counter()
         #: refusals by kind ("messages", "messages_per_peer", "bytes", "bytes_per_peer")
         self.refused: Counter[str] = Counter()
+        #: called with the peer after its bytes changed (the PDS's receiver penalty follows them)
+        self.on_change: Callable[[Hashable], None] | None = None
 
     def fits_message(self, peer: Hashable) -> bool:
         """Whether one more partial message from ``peer`` is within the limits (counted as a
@@ -97,6 +99,8 @@ class ReceiveBudget:
             return False
         self._peer_bytes[peer] += nbytes
         self.bytes += nbytes
+        if self.on_change is not None:
+            self.on_change(peer)
         return True
 
     def release(self, peer: Hashable, nbytes: int) -> None:
@@ -108,6 +112,8 @@ class ReceiveBudget:
             self._peer_bytes[peer] = left
         else:
             del self._peer_bytes[peer]
+        if self.on_change is not None:
+            self.on_change(peer)
 
     def peer_messages(self, peer: Hashable) -> int:
         return self._peer_messages.get(peer, 0)

@@ -138,6 +138,11 @@ class SesEndpoint(InitiatorSide, TargetSide):
             lanes.fold()
         return self._stats
 
+    def watch_pressure(self, watch: Any) -> None:
+        """``watch(peer)`` after the reassembly bytes charged to ``peer`` change (R1): the PDS
+        below keeps whether its C lane may build that peer's ACKs (A5 of uet/pds/target.py)."""
+        self.budget.on_change = watch
+
     @property
     def fast_lanes(self) -> bool:
         """Whether the PDS below may hand requests to the C receive lane (uet.native.rxlane):
