@@ -30,6 +30,11 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision where 
       (``tss_plain``): anyone can forge one. A trimmed TSS packet has lost its tag: by the
       layer's choice (``trimmed``), its surviving bytes are decrypted without being trusted and
       go on with DSCP 11, so the PDS answers NACK TRIMMED (R1) and delivers nothing from it.
+  H6  choice (issue 25): a host stops with :meth:`Host.shutdown`, which its driver calls once it
+      reads no more datagrams: the SES frees the storage of the messages it holds in an
+      explicit order (each message's C lane, then its engines, then the views of its buffer;
+      uet.ses.SesEndpoint.release), never left to the garbage collector, which cannot clear a
+      memoryview still exported to C. Nothing is sent: closing PDCs is :meth:`Host.close` (C.7).
 """
 
 from __future__ import annotations
@@ -321,6 +326,12 @@ class Host:
 
     def close(self, dst: str | None = None) -> None:
         self.pds.close(dst)
+
+    def shutdown(self) -> None:
+        """H6: the host stops; the messages in reassembly are dropped, their storage freed in
+        order. Idempotent."""
+        self.ses.release()
+        self._sweep_at = INF  # H4: nothing left to sweep
 
 
 def with_port(cfg: RudiConfig, port: int, entropy: list[int], seed: int) -> RudiConfig:

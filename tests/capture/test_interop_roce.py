@@ -3,19 +3,19 @@ fields (G.2, G.4), CNP (G.5), ECN CE and IPv6."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from uet.capture.frame import decode_frame
 from uet.capture.pcap import read_frames
 
-INTEROP = Path(__file__).resolve().parents[2].parent / "shared" / "interop" / "roce"
-pytestmark = pytest.mark.skipif(not INTEROP.exists(), reason="../shared/interop not present")
+from tests.interop_paths import interop_file, needs_interop
+
+pytestmark = needs_interop
 
 
 def frames(name: str) -> list[dict]:
-    return [decode_frame(lt, raw, i).obj for i, (lt, raw, _) in enumerate(read_frames(str(INTEROP / name)), 1)]
+    path = interop_file("roce", name)
+    return [decode_frame(lt, raw, i).obj for i, (lt, raw, _) in enumerate(read_frames(str(path)), 1)]
 
 
 @pytest.fixture(scope="module")

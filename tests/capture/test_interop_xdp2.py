@@ -8,24 +8,21 @@ its payload word (XDP2-PY), no CRC trailer, and a RENDEZVOUS_TSEND without its e
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from uet.capture.frame import DecodeConfig, decode_frame
 from uet.capture.pcap import read_frames
 from uet.wire.schema import Options
 
-INTEROP = Path(__file__).resolve().parents[2].parent / "shared" / "interop" / "xdp2"
-if not INTEROP.exists():  # CI lays shared/ beside the clone
-    INTEROP = Path("/work/shared/interop/xdp2")
+from tests.interop_paths import interop_file, needs_interop
 
-pytestmark = pytest.mark.skipif(not INTEROP.exists(), reason="../shared/interop not present")
+pytestmark = needs_interop
 
 
 def frames(name: str, **cfg) -> list[dict]:
     c = DecodeConfig(**cfg)
-    return [decode_frame(lt, raw, i, c).obj for i, (lt, raw, _) in enumerate(read_frames(str(INTEROP / name)), 1)]
+    path = interop_file("xdp2", name)
+    return [decode_frame(lt, raw, i, c).obj for i, (lt, raw, _) in enumerate(read_frames(str(path)), 1)]
 
 
 def subset(actual: dict, expected: dict) -> None:

@@ -1,12 +1,14 @@
 """Targets for the conformance tests: the reference endpoint (``uet recv`` as a subprocess, or
-the same live endpoint in-process on a thread, which monkeypatches of its core can break), and
-bad UDP peers that never answer, answer garbage or flood."""
+the same live endpoint in-process on a thread, which monkeypatches of its core can break), bad
+UDP peers that never answer, answer garbage or flood, and a relay that contradicts a working
+target's every ACK with a NACK."""
 
 from __future__ import annotations
 
 import os
 import random
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -156,3 +158,96 @@ class UdpTarget:
         if self.thread.is_alive():
             self.thread.join(5)
         self.sock.close()
+
+
+class AckThenNack:
+    """A target that contradicts itself: a UDP relay in front of ``backend`` (a working target,
+    e.g. ``uet recv``) that passes every datagram both ways, trailer resealed for its own
+    5-tuples (A.3) and TOS kept, and after each ACK it relays sends a NACK NO_RESOURCE of that
+    ACK's ACK_PSN from the same PDC (issue 25 item 6: C.5 says an ACKed PSN is never NACKed).
+    One back socket per client port: the backend answers each to the port a request came from.
+    ``contradict=False``: the relay alone (the control)."""
+
+    NACK_CODE = 0x0A   # NO_RESOURCE (B.11)
+
+    def __init__(self, backend: tuple[str, int], *, contradict: bool = True):
+        self.backend = backend
+        self.contradict = contradict
+        self.front = self._socket()
+        self.addr = self.front.getsockname()
+        self.backs: dict[tuple, socket.socket] = {}      # client -> its back socket
+        self.clients: dict[socket.socket, tuple] = {}    # back socket -> client
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    @staticmethod
+    def _socket() -> socket.socket:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        s.setsockopt(socket.IPPROTO_IP, getattr(socket, "IP_RECVTOS", 13), 1)
+        return s
+
+    @staticmethod
+    def _send(out: socket.socket, data: bytes, tos: int, dst: tuple) -> None:
+        out.sendmsg([data], [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", tos))], 0, dst)
+
+    def _relay(self, data: bytes, tos: int, out: socket.socket, dst: tuple, came: tuple,
+               to: tuple) -> None:
+        """``data`` (from ``came`` to ``to``) sent from ``out`` to ``dst``, its trailer resealed
+        when it verified (a trimmed or damaged one goes as it came)."""
+        from uet.wire.trailer import seal_udp, udp_trailer_ok
+
+        if udp_trailer_ok(data, came[0], to[0], came[1], to[1]):
+            src = out.getsockname()
+            data = seal_udp(data[:-4], src[0], dst[0], src[1], dst[1])
+        self._send(out, data, tos, dst)
+
+    def _contradict(self, data: bytes, client: tuple) -> None:
+        """After an ACK (not a probe's, B.7): the NACK of its ACK_PSN, DSCP 46 as ACKs go."""
+        from uet.wire.build import uet_bytes
+        from uet.wire.packet import decode_uet
+        from uet.wire.trailer import seal_udp
+
+        pds = decode_uet(data, None, trailer="none").layer.get("pds") or {}
+        if pds.get("type") in (7, 8, 9) and not pds.get("p"):
+            nack = uet_bytes({"type": 10, "nack_code": self.NACK_CODE, "nack_psn": pds["ack_psn"],
+                              "spdcid": pds["spdcid"], "dpdcid": pds["dpdcid"]})
+            self._send(self.front, seal_udp(nack, self.addr[0], client[0], self.addr[1],
+                                            client[1]), 46 << 2, client)
+
+    def _serve(self) -> None:
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        sel.register(self.front, selectors.EVENT_READ)
+        while not self.stop_flag.is_set():
+            for key, _ in sel.select(0.05):
+                s = key.fileobj
+                try:
+                    data, anc, _f, src = s.recvmsg(65535, 64)
+                except OSError:
+                    continue
+                tos = next((d[0] for _l, _k, d in anc if d), 0)
+                if s is self.front:
+                    back = self.backs.get(src)
+                    if back is None:
+                        back = self.backs[src] = self._socket()
+                        self.clients[back] = src
+                        sel.register(back, selectors.EVENT_READ)
+                    self._relay(data, tos, back, self.backend, src, self.addr)
+                else:
+                    client = self.clients[s]
+                    self._relay(data, tos, self.front, client, src, s.getsockname())
+                    if self.contradict:
+                        self._contradict(data, client)
+        sel.close()
+
+    def __enter__(self) -> "AckThenNack":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop_flag.set()
+        self.thread.join(5)
+        for s in [self.front, *self.backs.values()]:
+            s.close()

@@ -10,7 +10,7 @@ import pytest
 from uet.cli import main
 from uet.conformance import all_checks
 
-from .targets import UdpTarget
+from .targets import AckThenNack, UdpTarget
 
 TIMEOUT = "0.2"
 
@@ -60,6 +60,33 @@ def test_a_flooding_target_gets_a_verdict(capsys):
     assert not any(c["result"] == "pass" for c in obj["checks"])
 
 
+CONTRADICTED = ("syn_establishment", "dpdcid_learning", "ack_on_ar", "close_acked")
+
+
+def test_an_ack_then_a_nack_of_one_psn_fails_the_checks_that_saw_them(uet_recv, capsys):
+    """Issue 25 item 6, C.5: a target that follows each ACK with a NACK of the same PSN from the
+    same PDC fails each of these checks, which took the first answer (the ACK) and passed; the
+    relay alone, in front of the same ``uet recv``, passes them (the control)."""
+    # --settle as long as the wait for an answer: the NACK that follows the last ACK a check
+    # takes is read in it (the default, shorter, costs less per check)
+    argv = [f"--check={name}" for name in CONTRADICTED] + ["--settle", TIMEOUT]
+    with AckThenNack(uet_recv.addr, contradict=False) as t:
+        code, obj, _ = run(capsys, t.addr, *argv)
+    assert code == 0 and {c["name"]: c["result"] for c in obj["checks"]} == dict.fromkeys(
+        CONTRADICTED, "pass")
+    with AckThenNack(uet_recv.addr) as t:
+        code, obj, _ = run(capsys, t.addr, *argv)
+    assert code == 1 and obj["summary"]["must_failed"] == len(CONTRADICTED)
+    for c in obj["checks"]:
+        assert c["result"] == "fail", c
+        psn = c["detail"].removeprefix("contradictory answers about PSN ").split()[0]
+        assert c["detail"].startswith("contradictory answers about PSN ")
+        assert f"ack_psn={psn} " in c["detail"]
+        assert f"then NACK NO_RESOURCE psn={psn};" in c["detail"]
+        assert "never a NACK (C.5)" in c["detail"]
+        assert "(otherwise passed: " in c["detail"]   # the ACK alone would have passed
+
+
 def test_a_check_stops_reading_at_its_datagram_cap():
     """The count bound: a check that has read ``max_datagrams`` datagrams fails as flooded
     (the API's Context takes the cap; the command uses 512)."""
@@ -93,6 +120,7 @@ def test_the_junit_report_of_a_failed_run_names_the_failures(capsys, tmp_path):
     (["conformance", "127.0.0.1:4793", "--timeout", "0"], "--timeout"),
     (["conformance", "127.0.0.1:4793", "--timeout", "-1"], "--timeout"),
     (["conformance", "127.0.0.1:4793", "--timeout", "nan"], "--timeout"),
+    (["conformance", "127.0.0.1:4793", "--settle", "-0.1"], "--settle"),
     (["conformance", "127.0.0.1:4793", "--profile", "rdma"], "--profile"),
     (["conformance", "127.0.0.1:4793", "--level", "may"], "--level"),
     (["conformance", "127.0.0.1:4793", "--check", "no_such_check"], "--check"),

@@ -96,6 +96,15 @@ def test_list_names_every_check(capsys):
     assert [ln.split()[0] for ln in out] == [c.name for c in all_checks()]
 
 
+def test_list_needs_no_target(capsys):
+    """Issue 25 item 7b: listing the checks sends nothing, so it asks for no HOST:PORT."""
+    assert main(["conformance", "--list", "--profile", "pds"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert [ln.split()[0] for ln in out.splitlines()] == [
+        c.name for c in all_checks() if c.profile == "pds"]
+
+
 def _has_ipv6_loopback() -> bool:
     try:
         with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:

@@ -24,11 +24,14 @@ def env() -> dict:
 
 
 class RecvProcess:
-    """A running `uet recv --bind 127.0.0.1:0 ...`; ``addr`` from its first stderr line."""
+    """A running `uet recv --bind 127.0.0.1:0 ...`; ``addr`` from its first stderr line.
+    ``cli``: as `python -m uet recv` (the whole CLI imported, as a user runs it)."""
 
-    def __init__(self, *args: str):
-        self.proc = subprocess.Popen(uet_cmd("recv", "--bind", "127.0.0.1:0", *args),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    def __init__(self, *args: str, cli: bool = False):
+        argv = ("recv", "--bind", "127.0.0.1:0", *args)
+        cmd = [sys.executable, "-m", "uet", *argv] if cli else uet_cmd(*argv)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=env())
         self.lines: list[str] = []
         first = ""
         for _ in range(20):  # skip warnings (e.g. no C extension) before the banner

@@ -5,7 +5,9 @@ SOURCES [FIRST_SPDCID] [COUNT] [RATE]``.
 It sends valid-CRC RUD SYN requests (each a new PDC: its own SPDCID) from SOURCES addresses
 127.0.0.2 ... to HOST:PORT at RATE datagrams a second (default 100,000: about the fastest one
 Python sender that builds its packets reaches on loopback, issue 11), for at most SECONDS or COUNT
-datagrams, and prints how many it sent. Loopback only: HOST must be a 127/8 address.
+datagrams. It prints ``flooding`` when its first datagram goes (building them takes a while,
+longer on a loaded machine) and at the end how many it sent. Loopback only: HOST must be a 127/8
+address.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def main(argv: list[str]) -> int:
         pkts.append(datagrams(f"127.0.0.{2 + k}", s.getsockname()[1], host, port,
                               first + k * 4096, 4096))
     sent = 0
+    print("flooding", flush=True)
     start = time.monotonic()
     end = start + seconds
     for i in itertools.count():

@@ -8,7 +8,6 @@ import json
 import random
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -92,6 +91,32 @@ def test_recv_stops_cleanly_on_signal(sig):
     assert res["messages"] == 1 and res["bytes"] == 100 * 1024
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_recv_stops_cleanly_with_a_message_in_reassembly(sig):
+    """Issue 25 item 1: the sender gives up in the middle of a message (a one-packet window, so
+    that 64 MiB cannot be done within its timeout), then the receiver is stopped well within the
+    partial-message timeout (R3: 5 s idle). Its reassembly storage is released in order when the
+    endpoint closes (H6 of uet/host.py): exit 0 and the summary, where the garbage collector
+    once crashed the interpreter at exit (-11 after "BufferError: memoryview has 1 exported
+    buffer"). Through `python -m uet`, whose heap showed it nearly every time."""
+    rp = RecvProcess("--json", cli=True)
+    try:
+        host, port = rp.addr
+        r = send("--to", f"{host}:{port}", "--bytes", "64m", "--window", "4k", "--timeout", "1",
+                 "--json")
+        assert r.returncode == 3, r.stderr  # it gave up: the message stays partial
+        rp.proc.send_signal(sig)
+        code = rp.proc.wait(timeout=30)
+        out = rp.proc.stdout.read()
+    finally:
+        rp.stop()
+    err = "".join(rp.lines)
+    assert code == 0, err
+    assert "Error" not in err and err.splitlines()[-1].startswith("uet recv: 0 messages, 0 bytes;")
+    res = one_json(out.decode())
+    assert res["ok"] and res["messages"] == 0 and res["stats"]["ses"]["requests"] > 1
+
+
 def test_send_times_out_cleanly_when_nobody_listens():
     import socket
 
@@ -99,13 +124,52 @@ def test_send_times_out_cleanly_when_nobody_listens():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    t0 = time.monotonic()
     r = send("--to", f"127.0.0.1:{port}", "--bytes", "64k", "--timeout", "1", "--json", timeout=30)
-    assert r.returncode == 3
+    # --timeout ended it (exit 3), before the transport's own give-up (2.6 s without an answer:
+    # exit 1, "retransmission limit"); how long it took is for tools/, not for a test
+    assert r.returncode == 3, r.stderr
     res = one_json(r.stdout)
-    assert res["ok"] is False and "timed out" in res["error"]
-    assert "timed out" in r.stderr
-    assert time.monotonic() - t0 < 15
+    want = "timed out after 1.0 s: 0 of 65536 bytes acknowledged"
+    assert (res["ok"], res["error"], res["messages"], res["acked_bytes"]) == (False, want, 0, 0)
+    assert r.stderr.splitlines()[-1] == f"uet send: {want}"
+
+
+def test_send_names_a_target_that_acknowledges_but_never_answers():
+    """Issue 25 item 7c: every byte ACKed by the target's PDS, but no SES response (D.7) ever
+    comes. It used to say "0 of 65536 bytes acknowledged"; now it says the PDS acknowledged them
+    all and which message went unanswered, and --json counts the acknowledged bytes apart from
+    the completed messages."""
+    from .mute_target import MuteTarget
+
+    with MuteTarget() as t:
+        host, port = t.addr
+        r = send("--to", f"{host}:{port}", "--bytes", "64k", "--timeout", "2", "--json",
+                 timeout=30)
+        took = t.pds.stats["rx_datagrams"]
+    assert r.returncode == 3, r.stderr
+    res = one_json(r.stdout)
+    want = ("timed out after 2.0 s: the PDS acknowledged all 65536 bytes, but no SES response "
+            "(D.7) came for message 1")
+    assert (res["ok"], res["error"], res["messages"], res["acked_bytes"]) == (False, want, 0,
+                                                                            65536)
+    assert r.stderr.splitlines()[-1] == f"uet send: {want}"
+    assert took >= 16  # the 16 requests of the message reached the target's PDS
+
+
+def test_send_counts_the_acknowledged_messages_before_the_unanswered_one():
+    """The same target, four messages of 16 KiB: the first is acknowledged and never answered,
+    so the others are never sent (one message at a time)."""
+    from .mute_target import MuteTarget
+
+    with MuteTarget() as t:
+        host, port = t.addr
+        r = send("--to", f"{host}:{port}", "--bytes", "64k", "--message-size", "16k",
+                 "--timeout", "2", "--json", timeout=30)
+    assert r.returncode == 3, r.stderr
+    res = one_json(r.stdout)
+    assert res["error"] == ("timed out after 2.0 s: the PDS acknowledged 16384 of 65536 bytes, "
+                            "but no SES response (D.7) came for message 1")
+    assert (res["messages"], res["acked_bytes"]) == (0, 16384)
 
 
 def test_send_needs_exactly_one_source(tmp_path):

@@ -304,3 +304,38 @@ async def test_api_rejects_other_port_and_unimplemented_ops():
             ep.send_nowait("::1", b"x")
         with pytest.raises(ValueError):
             ep.send_nowait(LO, b"x", mode="uud")
+
+
+async def test_a_message_in_reassembly_is_released_when_the_endpoint_closes(monkeypatch):
+    """Issue 25 item 1 (H6 of uet/host.py): an endpoint that closes with a message in reassembly
+    (its sender gave up) frees the storage in order - afterwards the mapping under the message
+    has no view or C export left (it could be unmapped), although the endpoint's objects are
+    still referenced; nothing is left for the garbage collector to clear at exit."""
+    from uet.native import reassembly as R
+    from uet.native import rxlane
+
+    from .peer import Peer, fresh_spdcid
+
+    pool = R.BufferPool(max_bytes=1 << 24)
+    monkeypatch.setattr(R, "POOL", pool)  # a pool of our own: its mapping may be closed
+    total, n, start, sp = 1 << 20, 200, 5000, fresh_spdcid()  # 200 of 256 packets
+    with trio.fail_after(20):
+        async with open_endpoint((LO, 0)) as rx:
+            peer = Peer((LO, rx.port))
+            ses = rx.ses
+            peer.send(Peer.request(start, spdcid=sp, start=start, payload=b"a" * 4096,
+                                   total=total))
+            while not ses.in_reassembly:
+                await trio.sleep(0.01)
+            [pdc] = rx.core.pdcs()
+            for i in range(1, n):  # middle packets on the open PDC: the C lane's
+                peer.send(Peer.request(start + i, spdcid=sp, dpdcid=pdc.pdcid, ar=False,
+                                       payload=b"b" * 4096, offset=i * 4096, total=total))
+            while ses.stats["requests"] < n:
+                await trio.sleep(0.01)
+            if rxlane.AVAILABLE:
+                assert ses.lanes.taken > 0
+            peer.close()
+    [mapping] = pool._maps
+    mapping.close()  # BufferError while any view or C export of it remained
+    assert ses.in_reassembly == 0 and ses.stats["released"] == 1

@@ -154,10 +154,17 @@ def _flood(port: int, seconds: float, sources: int, count: int = 0, first: int =
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+async def _flood_started(p: subprocess.Popen) -> None:
+    """Until the flooder's first datagram goes (its ``flooding`` line): the flood is on then,
+    however slowly a loaded machine lets the endpoint read it."""
+    line = await trio.to_thread.run_sync(p.stdout.readline)
+    assert line == b"flooding\n", (line + p.stderr.read()).decode()
+
+
 async def _flood_done(p: subprocess.Popen) -> int:
     out = await trio.to_thread.run_sync(p.communicate)
     assert p.returncode == 0, out[1].decode()
-    return int(out[0])
+    return int(out[0].split()[-1])
 
 
 async def _sink(ep, keep: list, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -173,8 +180,10 @@ async def _sink(ep, keep: list, *, task_status=trio.TASK_STATUS_IGNORED) -> None
 async def test_an_established_transfer_survives_a_syn_flood():
     """Issue 11 item 3: a sustained SYN flood from other sources (another process, as fast as one
     Python sender goes) used to kill an established transfer. The PDC is established, then the
-    flood runs for a bounded time while 1 MiB messages keep going over that PDC; every one
-    arrives intact."""
+    flood runs for a bounded time while 1 MiB messages keep going over that PDC (two sent at
+    once as it starts, then one after another until it ends); every one arrives intact.
+    Issue 25 item 8: on a loaded machine too, where the endpoint reads the flood so slowly that
+    its socket queue holds seconds of it."""
     msgs = [blob(1 << 20, 100 + i) for i in range(400)]
     got: list = []
     done = 0
@@ -183,13 +192,20 @@ async def test_an_established_transfer_survives_a_syn_flood():
                 open_endpoint(None, peer_port=srv.port, paths=4) as cli, \
                 trio.open_nursery() as nursery:
             await nursery.start(_sink, srv, got)
-            await cli.send(LO, msgs[0], job_id=7)  # established before the flood
-            done = 1
+            # established before the flood, at both ends: a first message may go all with SYN
+            # (on a loaded machine, before the first ACK is back), which leaves the target's PDC
+            # half-open (reapable after target_idle_reap, T3); the second names its PDCID
+            for done in (1, 2):
+                await cli.send(LO, msgs[done - 1], job_id=7)
             (pdc,) = cli.core.pdcs()
-            rx0 = srv.stats.get("rx_datagrams", 0)
+            assert [t.open for t in srv.core.pdcs()] == [True]
             flood = _flood(srv.port, 5.0, 8)
-            while srv.stats.get("rx_datagrams", 0) < rx0 + 5_000:  # the flood is on
-                await trio.sleep(0.005)
+            await _flood_started(flood)
+            handles = [cli.send_nowait(LO, msgs[i], job_id=7) for i in (2, 3)]
+            assert flood.poll() is None  # both went while the flood was on
+            done = 4
+            for h in handles:
+                await cli.wait(h)
             while flood.poll() is None and done < len(msgs):
                 await cli.send(LO, msgs[done], job_id=7)
                 done += 1
@@ -200,34 +216,41 @@ async def test_an_established_transfer_survives_a_syn_flood():
             flooded = sum(srv.stats["nacks_sent"].values()) + pdcs
             nursery.cancel_scope.cancel()
             same_pdc = cli.core.pdcs() == [pdc]
-    assert sent > 50_000 and flooded > 1000 and done >= 3
-    assert [sha(m.data) for m in got] == [sha(m) for m in msgs[:done]]
+    assert sent > 50_000 and flooded > 1000
+    # each once and intact (RUD: the two sent at once may complete in either order)
+    assert sorted(sha(m.data) for m in got) == sorted(sha(m) for m in msgs[:done])
     assert same_pdc and pdcs <= 1024
 
 
 async def test_a_sender_that_starts_after_a_syn_burst_gets_through():
     """Issue 11 item 3: a burst of 1,100 SYNs filled max_pdcs and a real sender that started right
     after gave up (5 retries 1 ms apart while reaping waits 1 s); now its NO_PDC_AVAIL retries
-    back off for longer than the reaping, and it gets through."""
+    back off for longer than the reaping, and it gets through.
+    Issue 25 item 8: the reaping waits 3 s here, so that the table is still full when the sender
+    starts on a loaded machine too (a slow burst once saw its first PDCs reaped before its last
+    SYNs came: 268 of 1,024); the sender's backoff (about 12 s) outlasts that as well."""
     data = blob(1 << 20, 4)
     got: list = []
     with trio.fail_after(60):
-        async with open_endpoint((LO, 0), max_pdcs=1024) as srv, trio.open_nursery() as nursery:
+        async with open_endpoint((LO, 0), max_pdcs=1024, target_idle_reap=3.0) as srv, \
+                trio.open_nursery() as nursery:
             await nursery.start(_sink, srv, got)
             burst = _flood(srv.port, 10.0, 5, count=1100)  # 5 addresses: under the per-peer limit
             assert await _flood_done(burst) == 1100
             while srv.stats.get("rx_datagrams", 0) < 1100:
                 await trio.sleep(0.01)
-            assert len(srv.core.pdcs()) == 1024
+            assert len(srv.core.pdcs()) == 1024 and srv.stats.get("pdcs_reaped", 0) == 0
             async with open_endpoint(None, peer_port=srv.port, paths=4) as cli:
                 res = await cli.send(LO, data, job_id=7)
                 st = cli.stats
             while not got:
                 await trio.sleep(0.01)
+            reaped = srv.stats.get("pdcs_reaped", 0)
             nursery.cancel_scope.cancel()
     m = got[0]
     assert res.nbytes == len(data) and sha(m.data) == sha(data)
-    assert st["nacks_rcvd"].get("NO_PDC_AVAIL", 0) >= 1  # it did meet the full table
+    assert st["nacks_rcvd"].get("NO_PDC_AVAIL", 0) >= 1  # it did meet the full table ...
+    assert reaped >= 1  # ... and got in once the burst's PDCs were reaped
 
 
 async def test_never_finished_messages_do_not_block_other_senders():

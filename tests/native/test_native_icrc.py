@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 
@@ -14,14 +13,15 @@ from uet.native import _twin
 
 import uet.native as _native
 
+from tests.interop_paths import interop_file
+
 # (not imported from conftest: other test directories have their own conftest)
 requires_c = pytest.mark.skipif(
     _native.BACKEND != "c", reason="C backend not in use (BACKEND=%r)" % _native.BACKEND
 )
 
-INTEROP = os.environ.get("UET_INTEROP_DIR", "/work/shared/interop/roce")
-CX4LX = os.path.join(INTEROP, "hw_cnp_cx4lx.pcap")
-SCAPY = os.path.join(INTEROP, "roce_scapy.pcap")
+CX4LX = ("roce", "hw_cnp_cx4lx.pcap")  # under tests.interop_paths.INTEROP
+SCAPY = ("roce", "roce_scapy.pcap")
 
 FAST = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 
@@ -30,10 +30,8 @@ def _ip_packets(path):
     """(ip_packet_without_icrc, icrc_from_wire) for each Ethernet frame."""
     from scapy.utils import RawPcapReader
 
-    if not os.path.exists(path):
-        pytest.skip("interop capture %s not available" % path)
     out = []
-    for frame, _meta in RawPcapReader(path):
+    for frame, _meta in RawPcapReader(str(interop_file(*path))):
         off = 12
         etype = struct.unpack_from("!H", frame, off)[0]
         while etype in (0x8100, 0x88A8):

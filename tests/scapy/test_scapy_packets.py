@@ -3,8 +3,6 @@ A.3 with the coverage of uet/wire/trailer.py), the bindings, and the XDP2 intero
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,8 +20,9 @@ from uet.scapy import (
 )
 from uet.wire.build import DST_MAC, SRC_MAC, extension_for, native_ip_frame, udp_frame, uet_bytes
 
-INTEROP = Path("/work/shared/interop")
-XDP2 = [INTEROP / "xdp2" / "uet_pds.pcap", INTEROP / "xdp2" / "uet_ses.pcap"]
+from tests.interop_paths import interop_file
+
+XDP2 = ("uet_pds.pcap", "uet_ses.pcap")
 
 
 def mac(b: bytes) -> str:
@@ -293,8 +292,9 @@ def _expected(obj: dict) -> list[type]:
     return out
 
 
-@pytest.mark.parametrize("path", XDP2, ids=lambda p: p.name)
-def test_xdp2_captures(path):
+@pytest.mark.parametrize("name", XDP2)
+def test_xdp2_captures(name):
+    path = interop_file("xdp2", name)
     pkts = rdpcap(str(path))
     frames = list(read_frames(str(path)))
     assert len(pkts) == len(frames) > 0
@@ -319,7 +319,7 @@ def test_xdp2_captures(path):
 def test_xdp2_ses_frames_by_opcode():
     """uet_ses.pcap: the SES header and extension chosen per frame (atomic vs compare-swap by the
     AMO opcode byte, rendezvous by the opcode)."""
-    pkts = rdpcap(str(XDP2[1]))
+    pkts = rdpcap(str(interop_file("xdp2", "uet_ses.pcap")))
     kinds = [tuple(c.__name__ for c in chain(p)[1:]) for p in pkts]
     assert kinds[4] == ("UET_SES_STD", "UET_SES_ATOMIC")
     assert kinds[5] == ("UET_SES_STD", "UET_SES_CSWAP")

@@ -4,8 +4,6 @@ headers bound onto Scapy's BTH by opcode (uet-facts.md G.3, G.4, G.6)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,8 +25,8 @@ from uet.wire.build import DST_MAC, SRC_MAC, roce_frame
 from uet.wire.enums import ROCE_OPCODE
 from uet.wire.trailer import roce_icrc_bytes
 
-ROCE_PCAP = Path("/work/shared/interop/roce/roce_scapy.pcap")
-CNP_PCAP = Path("/work/shared/interop/roce/hw_cnp_cx4lx.pcap")
+from tests.interop_paths import interop_file
+
 DECODABLE = sorted(op for op in ROCE_OPCODE.table if R.extension_headers(op) is not None)
 
 
@@ -161,8 +159,9 @@ def test_atomic_acknowledge_aeth_then_atomicacketh():
 
 
 def test_roce_scapy_pcap_fields_match_uet_decode():
-    pkts = rdpcap(str(ROCE_PCAP))
-    frames = list(read_frames(str(ROCE_PCAP)))
+    pcap = interop_file("roce", "roce_scapy.pcap")
+    pkts = rdpcap(str(pcap))
+    frames = list(read_frames(str(pcap)))
     assert len(pkts) == len(frames) == 7
     for n, (pkt, (linktype, raw, _ts)) in enumerate(zip(pkts, frames), 1):
         roce = decode_frame(linktype, raw, n).obj["roce"]
@@ -185,5 +184,5 @@ def test_roce_scapy_pcap_fields_match_uet_decode():
 
 
 def test_hw_cnp_capture():
-    pkt = rdpcap(str(CNP_PCAP))[0]
+    pkt = rdpcap(str(interop_file("roce", "hw_cnp_cx4lx.pcap")))[0]
     assert pkt[BTH].opcode == R.CNP_OPCODE and pkt.haslayer(CNPPadding)

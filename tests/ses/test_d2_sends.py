@@ -157,3 +157,19 @@ def test_d1_no_op_round_trip():
     a, b, lb = pair()
     a.no_op("b")
     assert only(run(lb)["a"], OperationComplete)[0].op == "no_op"
+
+
+def test_i3_an_operation_acknowledged_by_the_transport_still_waits_for_its_response():
+    """I3 (D.7): the transport's ACK of every request is noted on the operation, which completes
+    only when its response comes; a driver asks acked_by_transport to tell a target that took
+    the bytes but never answered from one that never got them."""
+    a, b, lb = pair()
+    h = a.send("b", b"x" * 100)
+    (item,) = a.items_to_send()
+    assert not a.acked_by_transport(h)
+    a.acked(item.message_id, 0.0)  # what the PDS says once CACK covers its requests (C.2)
+    assert a.acked_by_transport(h) and a.outstanding == 1 and not a.events()
+    a.transport_failed(item.message_id, "no SES response")
+    assert not a.acked_by_transport(h)
+    (f,) = only(a.events(), OperationFailed)
+    assert f.handle == h and f.reason == "no SES response"

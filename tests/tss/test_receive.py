@@ -1,4 +1,4 @@
-"""Bad input, replays, epochs, the failure latch, trimmed packets and IV uniqueness
+"""Bad input, replays, epochs, the failure limit, trimmed packets and IV uniqueness
 (uet/tss/layer.py rules 4-7, replay.py rules 1-5, keys.py rule 2; F: Counter rules and Receive
 checks)."""
 
@@ -143,16 +143,16 @@ def test_unknown_sdi_truncated_and_wrong_key():
     assert rx.stats["tss_bad_header"] == 2 and rx.stats["tss_accepted"] == 0
 
 
-def test_failure_threshold_latches_only_the_failing_source():
+def test_failure_threshold_limits_only_the_failing_source():
     rx = layer(auth_fail_threshold=5)
     forger = Meta(src=A, dst=B, sport=9999)
     forged = layer(key=bytes(32))
-    for _ in range(5):
+    for _ in range(6):  # the 6th is the first probe of the limited source (one in 16)
         assert rx.unprotect(forged.protect(b"evil", forger), forger) is None
-    assert rx.stats["tss_auth_failed"] == 5 and rx.latch.latched((A, 9999))
+    assert rx.stats["tss_auth_failed"] == 6 and rx.limiter.limited((A, 9999))
     genuine = layer()
-    assert rx.unprotect(genuine.protect(b"ok", forger), forger) is None  # latched: not even tried
-    assert rx.stats["tss_latched"] == 1 and rx.stats["tss_auth_failed"] == 5
+    assert rx.unprotect(genuine.protect(b"ok", forger), forger) is None  # limited: not tried
+    assert rx.stats["tss_fail_limited"] == 1 and rx.stats["tss_auth_failed"] == 6
     for port in (5000, 5001, 5002):  # the genuine sender's entropy ports still pass
         m = Meta(src=A, dst=B, sport=port)
         assert rx.unprotect(genuine.protect(b"ok", m), m).plaintext == b"ok"
@@ -197,7 +197,7 @@ def test_trimmed_forgery_changes_no_failure_count():
     rx = layer(auth_fail_threshold=1)
     junk = layer(key=bytes(32)).protect(bytes(100), M)[:64]
     assert rx.unprotect(junk, Meta(src=A, dst=B, dscp=11)).trimmed  # garbage, but untrusted
-    assert rx.latch.failures((A, 5000)) == 0
+    assert rx.limiter.failures((A, 5000)) == 0
 
 
 @pytest.mark.parametrize("mode", ["direct", "cluster", "server"])

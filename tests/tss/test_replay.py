@@ -1,10 +1,10 @@
-"""Replay windows, epoch ages and the failure latch (uet/tss/replay.py rules 1-5; F)."""
+"""Replay windows, epoch ages and the failure limiter (uet/tss/replay.py rules 1-5; F)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from uet.tss.replay import (ACCEPT, REPLAY, STALE_EPOCH, TOO_OLD, FailureLatch, ReplayTracker,
+from uet.tss.replay import (ACCEPT, REPLAY, STALE_EPOCH, TOO_OLD, FailureLimiter, ReplayTracker,
                             ReplayWindow, epoch_behind)
 
 
@@ -40,7 +40,7 @@ def test_epoch_serial_arithmetic():
 
 
 def test_tracker_epochs_and_pruning():
-    t = ReplayTracker(window=16, max_epoch_age=16, max_sources=8)
+    t = ReplayTracker(window=16, max_epoch_age=16, max_old_epochs=0, max_sources=8)
     t.commit("a", 20, 0)
     assert t.check("a", 3, 0) == STALE_EPOCH
     assert t.check("a", 4, 0) == ACCEPT  # 16 behind: still within the age
@@ -53,13 +53,45 @@ def test_tracker_epochs_and_pruning():
     assert t.check("b", 4, 1) == ACCEPT
 
 
-def test_tracker_and_latch_are_bounded():
+def test_tracker_keeps_an_old_epochs_window_whatever_its_age():  # rule 2
+    t = ReplayTracker(window=16, max_epoch_age=16, max_old_epochs=1, max_sources=8)
+    t.commit("a", 4, 0)
+    t.commit("a", 3, 0)
+    t.commit("a", 21, 0)  # 4 and 3 now older than the age; 3 was active last: it stays
+    assert set(t.snapshot()["a"][1]) == {3, 21}
+    assert t.check("a", 3, 1) == ACCEPT and t.check("a", 3, 0) == REPLAY
+    assert t.check("a", 4, 1) == STALE_EPOCH
+    assert t.check("a", 60000, 0) == STALE_EPOCH  # serially far behind, never accepted
+    t.commit("a", 22, 0)  # 3 is still the most recently active old one
+    assert set(t.snapshot()["a"][1]) == {3, 21, 22}
+
+
+def test_tracker_and_limiter_are_bounded():
     t = ReplayTracker(window=16, max_sources=3)
     for i in range(10):
         t.commit(i, 0, 0)
     assert len(t) == 3
-    lat = FailureLatch(threshold=2, max_sources=3)
+    lim = FailureLimiter(threshold=2, max_sources=3)
     for i in range(10):
-        lat.record_failure(i)
-    assert len(lat._fails) == 3
-    assert lat.record_failure(9) is True and lat.latched(9) and not lat.latched(8)
+        lim.record_failure(i)
+    assert len(lim) == 3
+    lim.record_failure(9)
+    assert lim.limited(9) and not lim.limited(8)
+
+
+def test_limiter_tries_one_in_probe_and_a_success_clears_it():  # rule 4
+    lim = FailureLimiter(threshold=3, probe=5)
+    for _ in range(3):
+        assert lim.allow("s")
+        lim.record_failure("s")
+    tried = []
+    for i in range(20):
+        if lim.allow("s"):
+            tried.append(i)
+            lim.record_failure("s")
+    assert tried == [0, 5, 10, 15] and lim.failures("s") == 23
+    assert lim.allow("s") and lim.allow("s")  # a try that neither failed nor succeeded: tried again
+    lim.record_success("s")
+    assert lim.failures("s") == 0 and not lim.limited("s") and len(lim) == 0
+    lim.record_success("never failed")  # no state for a source that never failed
+    assert len(lim) == 0

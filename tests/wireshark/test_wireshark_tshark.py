@@ -17,8 +17,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from wshelpers import (  # noqa: E402
-    CAPTURES, INTEROP, NEEDS_TSHARK, compare, lua_file, plugin_name, run_tshark, stderr_problems,
-    tshark_env, tshark_proc, uet_decode_json,
+    CAPTURES, INTEROP, NEEDS_TSHARK, compare, lua_file, needs_interop, plugin_name, run_tshark,
+    stderr_problems, tshark_env, tshark_proc, uet_decode_json,
 )
 
 from uet.wire.schema import Options  # noqa: E402
@@ -90,6 +90,7 @@ def test_trailer_none_mode(lua_file):
                 cli_args=("--trailer", "none"))
 
 
+@needs_interop
 def test_decoder_options_as_preferences(lua_file):
     """XDP2's shorter ACK_CCX/NACK_CCX, use_rsv_pdc at bit 83 and MSWAP with the compare-swap
     extension, set as Wireshark preferences and as uet decode options."""

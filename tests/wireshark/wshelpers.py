@@ -28,9 +28,10 @@ from uet.wire.schema import Options
 from uet.wireshark import lua as L
 from uet.wireshark.tshark import Tshark, probe, tshark_command
 
+from tests.interop_paths import INTEROP, needs_interop  # noqa: F401 (for the test modules)
+
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "captures"
-INTEROP = Path("/work/shared/interop")
 TSHARK = shutil.which("tshark")
 NEEDS_TSHARK = pytest.mark.skipif(TSHARK is None, reason="tshark is not on PATH "
                                   "(Debian: apt-get install tshark); the Wireshark tests need it")

@@ -77,7 +77,7 @@ def _run(args: argparse.Namespace, spec: tuple | None, svg, open_tss: Any = None
         return 2
     if intake.stopped:
         print(f"{PROG}: {intake.stopped}", file=sys.stderr)
-    conv = analyze(intake.uet)
+    conv = analyze(intake.uet, intake.outside)
     report = to_json(intake, conv)
     ladder = None
     if spec is not None:

@@ -56,8 +56,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..wire.enums import (ACK_TYPES, CONTROL_TYPE, CTL_ACK_REQ, CTL_CLOSE, CTL_CLOSE_REQ,
-                          CTL_CREDIT, NACK_TYPES, REQUEST_TYPES, ROD_TYPES, nack_name)
-from .intake import Pkt
+                          CTL_CREDIT, NACK_TYPES, REQUEST_TYPES, ROD_TYPES)
+from .intake import Outside, Pkt, code_name
 
 M32 = 0xFFFFFFFF
 MAX_SCAN = 1 << 16        # PSNs of one CACK step checked one by one; a larger jump is a note
@@ -66,15 +66,42 @@ MPR_UNIT = 128            # B.8: MPR counts PSNs in units of 128
 TRIM_CODES = ("TRIMMED", "TRIMMED_LASTHOP")   # B.11 0x01, 0x02: answers to a trimmed request
 
 
-def code_name(pds: dict[str, Any]) -> str:
-    """A NACK's code name (B.11), or its hex value when it has none."""
-    return pds.get("nack_code_name") or nack_name(int(pds.get("nack_code") or 0))
-
-
 def pdiff(a: int, b: int) -> int:
     """a - b in 32-bit serial arithmetic (C.2)."""
     d = (a - b) & M32
     return d - (1 << 32) if d & 0x80000000 else d
+
+
+class Tally:
+    """How many frames of a kind, and the first of them."""
+
+    __slots__ = ("count", "first")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: int | None = None
+
+    def add(self, frame: int) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = frame
+
+
+class Mean:
+    """The mean of a series of values, without the series."""
+
+    __slots__ = ("total", "n")
+
+    def __init__(self) -> None:
+        self.total = self.n = 0
+
+    def add(self, value: int) -> None:
+        self.total += value
+        self.n += 1
+
+    @property
+    def value(self) -> float | None:
+        return round(self.total / self.n, 2) if self.n else None
 
 
 @dataclass
@@ -144,9 +171,11 @@ class Pdc:
         self.phantoms: list[dict[str, Any]] = []
         self._retx_tx: list[tuple[dict[str, Any], Tx]] = []   # each retransmission, its Tx
         self._unanswered: dict[int, dict[str, Any]] = {}      # PSN -> its resend, not answered
-        self.ce_frames: list[int] = []
-        self.m_frames: list[int] = []
-        self.outstanding: tuple[list[int], list[int]] = ([], [])  # before / after the first M
+        # what the report shows of these is a count, the first frame and a mean: no list per frame
+        self.ce_frames = Tally()                   # CE-marked request frames
+        self.m_frames = Tally()                    # ACKs with M
+        self.outstanding = (Mean(), Mean())        # PSNs outstanding per new request: before /
+                                                   # after the first M
         self.events: list[Event] = []
         self._event_at: dict[int, Event] = {}
         self.dpdcid_seen: tuple[int, int] | None = None  # (DPDCID, frame) of a request
@@ -230,14 +259,14 @@ class Pdc:
             if "message_id" in ses:
                 self.msg_ids.add(ses["message_id"])
             if self.cack_hw is not None and pdiff(psn, self.cack_hw) > 0:
-                self.outstanding[1 if self.m_frames else 0].append(pdiff(psn, self.cack_hw))
+                self.outstanding[1 if self.m_frames.count else 0].add(pdiff(psn, self.cack_hw))
         self.psns.add(psn)
         if self.first_psn is None or pdiff(psn, self.first_psn) < 0:
             self.first_psn = psn
         if self.last_psn is None or pdiff(psn, self.last_psn) > 0:
             self.last_psn = psn
         if p.ce:
-            self.ce_frames.append(p.n)
+            self.ce_frames.add(p.n)
             e.notes.append("CE")
         self._transmit(p, psn, e)
 
@@ -261,7 +290,7 @@ class Pdc:
                                    "nack_frame": None})
             if p.ce:
                 tx.ce = True
-                self.ce_frames.append(p.n)
+                self.ce_frames.add(p.n)
             what = " and ".join(w for w, on in (("trimmed", trim or p.trimmed), ("CE-marked", p.ce))
                                 if on) if not dup else "duplicated"
             self._event(p, True, label, "trim" if trim else "copy").notes.append(
@@ -410,7 +439,7 @@ class Pdc:
         if pds.get("mpr"):
             self.mpr = pds["mpr"]
         if pds.get("m"):
-            self.m_frames.append(p.n)
+            self.m_frames.add(p.n)
         c = self.close
         if (c is not None and c["ack_frame"] is None
                 and (pds.get("ack_psn") == c["psn"] or pdiff(cack, c["psn"]) >= 0)):
@@ -531,13 +560,25 @@ class Conversation:
         else:
             self.other[p.name] += 1
 
+    def add_outside(self, o: Outside) -> None:
+        """The frames outside PDCs the intake counted instead of keeping (as feed counts them)."""
+        self.uet_frames += o.frames
+        self.trimmed += o.trimmed
+        self.ce_marked += o.ce
+        self.other.update(o.names)
+        self.nacks.update(o.nacks)
+
     def finish(self) -> None:
         for pdc in self.pdcs:
             pdc.finish(self.trimmed > 0)
 
 
-def analyze(pkts: list[Pkt]) -> Conversation:
+def analyze(pkts: list[Pkt], outside: Outside | None = None) -> Conversation:
+    """The conversation of ``pkts`` (the intake's ``uet``) and of the frames outside PDCs it
+    counted (its ``outside``: they count towards the totals, trimmed frames included)."""
     conv = Conversation()
+    if outside is not None:
+        conv.add_outside(outside)
     for p in pkts:
         conv.feed(p)
     conv.finish()

@@ -11,8 +11,9 @@ JSON keys, top level (:data:`KEYS`; ``ladder`` only with ``--ladder``):
 * ``trimmed``: UET frames with the trimmed DSCP 11 (C.6); ``ce_marked``: UET frames with ECN CE;
 * ``nacks``: NACK code name (B.11) -> count, every NACK frame (RUDI ones too);
 * ``violations``: how many, over all PDCs (each PDC lists its own);
-* ``broken``: ``[{"frame", "reason"}]``, listed and skipped; ``other``: UET frames outside any PDC,
-  by PDS type name (RUDI, UUD, TSS); ``stopped``: why reading ended early, or null; ``notes``.
+* ``broken``: ``[{"frame", "reason"}]``, skipped, the first 100 listed (intake's BROKEN_KEEP);
+  ``broken_count``: how many there were; ``other``: UET frames outside any PDC, by PDS type name
+  (RUDI, UUD, TSS); ``stopped``: why reading ended early, or null; ``notes``.
 
 Each PDC (:data:`PDC_KEYS`): ``index`` (1-based: what ``--ladder`` takes), ``initiator``,
 ``target``, ``initiator_pdcid``, ``target_pdcid`` and the frame it was learned from, ``mode``
@@ -35,7 +36,7 @@ from .intake import Intake
 
 KEYS = ("file", "frames", "uet_frames", "pdc_count", "retransmissions", "spurious_retransmissions",
         "retransmissions_after_intact_copy", "trimmed", "ce_marked", "nacks", "violations",
-        "broken", "other", "stopped", "notes", "pdcs")
+        "broken", "broken_count", "other", "stopped", "notes", "pdcs")
 PDC_KEYS = ("index", "initiator", "target", "initiator_pdcid", "target_pdcid",
             "target_pdcid_frame", "mode", "start_psn", "first_psn", "last_psn", "psns_seen",
             "psn_range", "coverage", "frames", "counts", "messages", "retransmissions",
@@ -43,10 +44,6 @@ PDC_KEYS = ("index", "initiator", "target", "initiator_pdcid", "target_pdcid",
             "violations", "notes")
 COUNT_KEYS = ("requests", "copies", "acks", "nacks", "control")
 LIST_MAX = 12  # entries of one list in the text report (the JSON has them all)
-
-
-def _mean(xs: list[int]) -> float | None:
-    return round(sum(xs) / len(xs), 2) if xs else None
 
 
 def pdc_json(pdc: Pdc) -> dict[str, Any]:
@@ -63,11 +60,9 @@ def pdc_json(pdc: Pdc) -> dict[str, Any]:
         "retransmissions": pdc.retx,
         "spurious_retransmissions": sum(r["verdict"] == "spurious" for r in pdc.retx),
         "nacks": pdc.nacks, "trims": pdc.trims, "phantom_acks": pdc.phantoms,
-        "ecn": {"ce_marked": len(pdc.ce_frames),
-                "first_ce_frame": pdc.ce_frames[0] if pdc.ce_frames else None,
-                "acks_with_m": len(pdc.m_frames),
-                "first_m_frame": pdc.m_frames[0] if pdc.m_frames else None,
-                "outstanding_before_m": _mean(before), "outstanding_after_m": _mean(after)},
+        "ecn": {"ce_marked": pdc.ce_frames.count, "first_ce_frame": pdc.ce_frames.first,
+                "acks_with_m": pdc.m_frames.count, "first_m_frame": pdc.m_frames.first,
+                "outstanding_before_m": before.value, "outstanding_after_m": after.value},
         "close": pdc.close, "violations": pdc.violations, "notes": pdc.notes,
     }
 
@@ -75,6 +70,7 @@ def pdc_json(pdc: Pdc) -> dict[str, Any]:
 def to_json(intake: Intake, conv: Conversation) -> dict[str, Any]:
     pdcs = [pdc_json(p) for p in conv.pdcs]
     notes = [] if conv.uet_frames else [f"no UET found in {intake.frames} frame(s)"]
+    notes += intake.notes  # frames not judged (intake's bounds)
     retx = [r for p in conv.pdcs for r in p.retx]
     return {
         "file": intake.name, "frames": intake.frames, "uet_frames": conv.uet_frames,
@@ -84,6 +80,7 @@ def to_json(intake: Intake, conv: Conversation) -> dict[str, Any]:
         "trimmed": conv.trimmed, "ce_marked": conv.ce_marked, "nacks": dict(sorted(conv.nacks.items())),
         "violations": sum(len(p["violations"]) for p in pdcs),
         "broken": [{"frame": b.frame, "reason": b.reason} for b in intake.broken],
+        "broken_count": intake.broken_count,
         "other": dict(sorted(conv.other.items())), "stopped": intake.stopped, "notes": notes,
         "pdcs": pdcs,
     }
@@ -151,19 +148,20 @@ def to_text(report: dict[str, Any]) -> str:
     out = [f"{r['file']}: {r['frames']} frame(s), {r['uet_frames']} UET, {r['pdc_count']} PDC(s)"]
     if r["stopped"]:
         out.append(f"reading stopped early: {r['stopped']}")
-    if not r["uet_frames"]:
-        out.append(f"no UET found in {r['frames']} frame(s)")
+    out.extend(r["notes"])  # "no UET found in N frame(s)" when there was none
     nacks = ", ".join(f"{k} {v}" for k, v in r["nacks"].items()) or "none"
     out.append(f"totals: {r['retransmissions']} retransmission(s) ({r['spurious_retransmissions']} "
                f"spurious), {r['trimmed']} trimmed, {r['ce_marked']} CE-marked, NACKs: {nacks}, "
                f"{r['violations']} violation(s)")
     if r["other"]:
         out.append("outside PDCs: " + ", ".join(f"{k} {v}" for k, v in r["other"].items()))
-    if r["broken"]:
-        out.append(f"broken frames (skipped): {len(r['broken'])}")
+    if r["broken_count"]:
+        out.append(f"broken frames (skipped): {r['broken_count']}")
         out.extend(f"  frame {b['frame']}: {b['reason']}" for b in r["broken"][:LIST_MAX])
-        if len(r["broken"]) > LIST_MAX:
-            out.append(f"  ... and {len(r['broken']) - LIST_MAX} more (--json lists every one)")
+        if r["broken_count"] > LIST_MAX:
+            listed = len(r["broken"])
+            out.append(f"  ... and {r['broken_count'] - LIST_MAX} more (--json lists "
+                       + ("every one)" if listed == r["broken_count"] else f"the first {listed})"))
     for d in r["pdcs"]:
         out.append("")
         out.extend(_pdc_text(d))

@@ -13,6 +13,7 @@ the target's timers beyond the facts (a rule that nothing comes back is judged o
 
 Modules
   * :mod:`.peer` - sockets, packet building, bounded reads, answer decoding;
+  * :mod:`.ledger` - what was sent and answered per PSN: an ACK and a NACK of one PSN (C.5);
   * :mod:`.checks` - the check, result and context types and the runner;
   * :mod:`.pds_checks` - PDS rules (B, C): establishment, CACK/SACK, ACK generation,
     duplicates, window, unknown PDC, mode mismatch, trimming, CRC, ACK_REQ, close, RUDI, UUD;

@@ -16,6 +16,9 @@ What this module owns
     the timeout and by a datagram count, :mod:`uet.conformance.peer`).
 
 Choices (the facts are silent)
+  * Every answer that reaches a check's peers counts, not only the one it waited for: the runner
+    reads for ``settle`` seconds more once the check ended, and a check whose peers saw an ACK and
+    a NACK of one PSN from one PDC fails, naming the contradiction (:mod:`.ledger`, C.5).
   * A check whose prerequisite fails (no PDC could be set up because the target answers SYNs
     wrongly) is skipped, naming the prerequisite: the check named for the broken rule fails, and
     unrelated checks do not fail with it.
@@ -33,8 +36,12 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .ledger import verdict
 from .peer import Answer, Flooded, Peer, fresh_spdcid, request
 
+# seconds read after a check ends, for answers that contradict the one it took: answers a target
+# sends together arrive within it; longer would cost that much per check (uet recv: 25 checks)
+SETTLE = 0.03
 LEVELS = ("must", "should")
 PROFILES = ("pds", "ses")
 RESULTS = ("pass", "fail", "skip")
@@ -112,6 +119,7 @@ class Context:
     mkey: tuple[int, int] | None = None   # (memory key, region length) the target exposes
     max_datagrams: int = 512
     seed: int | None = None
+    settle: float = SETTLE   # (at most ``timeout``) see settle_peers()
     rng: random.Random = field(init=False)
     _peers: list[Peer] = field(default_factory=list, init=False)
 
@@ -123,6 +131,20 @@ class Context:
         p = Peer(self.target, local=self.local, max_datagrams=self.max_datagrams)
         self._peers.append(p)
         return p
+
+    def settle_peers(self) -> str | None:
+        """Read what reaches this check's peers for ``settle`` seconds (a fixed wait, not one
+        from the last datagram: a chatty target cannot stretch it; only peers that were answered
+        at all), then the contradictions among every answer they saw (:mod:`.ledger`), or None.
+        Answers sent together with the one a check took arrive within this wait."""
+        quiet = min(self.settle, self.timeout)
+        for p in self._peers:
+            if p.seen.answers and quiet > 0:
+                try:
+                    p.collect(quiet)
+                except (Flooded, OSError):
+                    pass  # the check's own reads judge a flood; what was read still counts
+        return verdict([p.ledger for p in self._peers])
 
     def close_peers(self) -> None:
         for p in self._peers:
@@ -199,8 +221,13 @@ def run_one(check: Check, ctx: Context) -> tuple[Result, bool]:
                   f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
         result = "fail"
     finally:
+        clash = ctx.settle_peers()
         answered = any(p.seen.answers for p in ctx._peers)
         ctx.close_peers()
+    if clash is not None:   # a violation of its own, whatever the check concluded (C.5)
+        also = {"pass": "otherwise passed", "fail": "also failed",
+                "skip": "otherwise skipped"}[result]
+        detail, result = f"{clash} ({also}: {detail})", "fail"
     return Result(check.name, check.facts, check.level, check.profile, result,
                   " ".join(detail.split()), time.monotonic() - t0), answered
 

@@ -5,7 +5,9 @@ declarations, sends them from plain UDP sockets on this host, and judges the tar
 against uet-facts.md, one check per rule. The readable report goes to stderr as the checks run;
 ``--json`` prints exactly one JSON object on stdout (``target``, ``ok``, ``target_answered``,
 ``checks``: name, facts, level, profile, result pass|fail|skip, detail; ``summary``);
-``--junit FILE`` writes JUnit XML, one testcase per check.
+``--junit FILE`` writes JUnit XML, one testcase per check. Every answer that reaches a check
+counts, up to ``--settle`` seconds after it ended: a check that saw an ACK and a NACK of one PSN
+fails (C.5). ``uet conformance --list`` lists the checks and needs no target.
 
 Exit status: 0 when every must passed (failed shoulds do not count), 1 when a must failed or the
 target never answered, 2 for a bad command line.
@@ -24,7 +26,7 @@ import sys
 from typing import Any, Sequence
 
 from .. import cliargs
-from .checks import PROFILES, Check, Context, Result, run_checks
+from .checks import PROFILES, SETTLE, Check, Context, Result, run_checks
 from .pds_checks import CHECKS as PDS_CHECKS
 from .report import progress_line, text_header, text_summary, write_json, write_junit
 from .ses_checks import CHECKS as SES_CHECKS
@@ -48,6 +50,7 @@ def memory_region(s: str) -> tuple[int, int]:
 
 timeout = cliargs.real(0.0, MAX_TIMEOUT, f"a positive time in seconds up to {MAX_TIMEOUT:g}, "
                                          "e.g. 1", open_lo=True)
+settle = cliargs.real(0.0, MAX_TIMEOUT, f"a time in seconds from 0 to {MAX_TIMEOUT:g}, e.g. 0.05")
 
 
 def select(profile: str, level: str, names: Sequence[str] | None) -> list[Check]:
@@ -61,8 +64,9 @@ def select(profile: str, level: str, names: Sequence[str] | None) -> list[Check]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("target", type=cliargs.peer, metavar="HOST:PORT",
-                   help="the implementation under test (UDP; port default 4793)")
+    p.add_argument("target", type=cliargs.peer, metavar="HOST:PORT", nargs="?",
+                   help="the implementation under test (UDP; port default 4793); not needed "
+                        "with --list")
     p.add_argument("--profile", choices=("pds", "ses", "all"), default="all",
                    help="which checks: pds, ses or all (default all)")
     p.add_argument("--level", choices=("must", "should", "all"), default="all",
@@ -75,6 +79,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=timeout, default=1.0, metavar="S",
                    help="seconds to wait for each answer, and to wait for silence where a rule "
                         "says nothing comes back (default 1)")
+    p.add_argument("--settle", type=settle, default=SETTLE, metavar="S",
+                   help="seconds to keep reading once a check ended, for answers that contradict "
+                        f"the one it took (an ACK and a NACK of one PSN; default {SETTLE:g}, at "
+                        "most --timeout)")
     p.add_argument("--bind", type=cliargs.ip_address, default=None, metavar="ADDR",
                    help="local address of the suite's sockets (ports are ephemeral; default the "
                         "route's source address towards the target)")
@@ -95,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{c.name:<26} {c.facts:<5} {c.level:<6} {c.profile:<4} {c.title}")
         return 0
     try:
+        if args.target is None:   # optional for --list alone: every run needs it
+            raise cliargs.UsageError("the following arguments are required: HOST:PORT")
         if args.bind is not None:
             cliargs.check_same_family("--bind", args.bind, args.target[0], "the target")
         if not checks:
@@ -104,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         return exc.report(prog)
     err = sys.stderr
     ctx = Context(args.target, timeout=args.timeout, local=args.bind, mkey=args.mkey,
-                  seed=args.seed)
+                  seed=args.seed, settle=args.settle)
     host, port = args.target
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     profiles = [p for p in PROFILES if any(c.profile == p for c in checks)]

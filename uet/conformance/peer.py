@@ -7,6 +7,8 @@ What this module owns
     design.md "Defaults"); nothing here uses the project's PDS/SES core (``uet.pds``, ``uet.host``):
     the target is seen through the wire only;
   * sending with a chosen DSCP/ECN (an ``IP_TOS`` / ``IPV6_TCLASS`` control message per datagram);
+  * keeping, per PSN, what was sent and what the target answered (:mod:`.ledger`), so that an
+    ACK and a NACK of one PSN are caught whichever of them a check waited for;
   * reading the answers with two bounds: time (``timeout`` per wait) and count (``max_datagrams``
     per check, so that a flooding target cannot keep a check reading forever). Every datagram from
     the target's address is classified: a UET packet whose trailer verifies (an :class:`Answer`), a
@@ -33,6 +35,7 @@ from typing import Any, Callable
 from ..wire.build import uet_bytes
 from ..wire.packet import decode_uet
 from ..wire.trailer import TRAILER_LEN, seal_udp, udp_trailer_ok
+from .ledger import Ledger
 
 DSCP_DATA, DSCP_TRIMMED, DSCP_CONTROL = 0, 11, 46   # A.2, design.md "Defaults"
 ECT0 = 2
@@ -156,6 +159,7 @@ class Peer:
         self.sport = self.sock.getsockname()[1]
         self.max_datagrams = max_datagrams
         self.seen = Seen()
+        self.ledger = Ledger()   # what was sent and answered per PSN: contradictions
         self._wait_from = 0   # answers before the latest wait began (see recent())
 
     def close(self) -> None:
@@ -175,6 +179,7 @@ class Peer:
     def send_raw(self, data: bytes, tos: int = TOS_DATA) -> None:
         level, opt = ((socket.IPPROTO_IPV6, IPV6_TCLASS) if self.v6
                       else (socket.IPPROTO_IP, socket.IP_TOS))
+        self.ledger.on_send(data)
         try:
             self.sock.sendmsg([data], [(level, opt, struct.pack("i", tos))], 0, self.target)
         except OSError:
@@ -221,11 +226,14 @@ class Peer:
         end = len(data) - TRAILER_LEN
         a = Answer(pds, d.layer.get("ses"), bytes(data[end - n:end]), tos, src, bytes(data))
         self.seen.answers.append(a)
+        self.ledger.on_answer(a)
         return a
 
     def expect(self, match: Callable[[Answer], bool], timeout: float) -> Answer | None:
         """The first answer for which ``match`` is true, reading for at most ``timeout`` seconds
-        (others are kept in :attr:`seen`); None when none came."""
+        (others are kept in :attr:`seen`); None when none came. What arrives after it is read
+        by the check's next wait or, once the check ended, by the runner
+        (:meth:`uet.conformance.checks.Context.settle_peers`), and judged by :attr:`ledger`."""
         deadline = time.monotonic() + timeout
         self._wait_from = len(self.seen.answers)
         while True:

@@ -11,7 +11,10 @@ so in one line and exits 1, the summary with ``"ok": false`` and ``"error"``.
 bytes, one after the other, so that ``uet recv --out`` writes the bytes in order in both delivery
 modes; only one message is in memory at a time) and exits 0 once every byte is acknowledged; 1
 when the transport gives up, 3 on ``--timeout``; with ``--json`` exactly one JSON object on stdout,
-whose ``sha256`` is of the data (on a failure, of the part read so far).
+whose ``sha256`` is of the data (on a failure, of the part read so far), ``messages`` the messages
+completed (their SES response came) and ``acked_bytes`` the bytes the target's PDS acknowledged,
+answered or not: a target that takes the bytes but never answers at the semantic layer (D.7) is
+named as such when ``--timeout`` ends the wait.
 
 The first stderr line of ``uet recv`` names the bound address (useful with port 0):
 ``uet recv: listening on 127.0.0.1:40001``.
@@ -291,6 +294,34 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: A
     return 0 if error is None else 1
 
 
+_WHY_DROPPED = {"tss_auth_failed": "failed authentication",
+                "tss_fail_limited": "came from a source over its authentication-failure limit",
+                "tss_plain": "were not TSS", "tss_unknown_sdi": "named an unknown SDI",
+                "tss_stale_epoch": "had a stale epoch", "tss_replay": "were replays",
+                "tss_too_old": "were too old for the replay window",
+                "tss_truncated": "were truncated", "tss_bad_header": "had a bad TSS header",
+                "tss_trimmed_dropped": "were trimmed", "bad_crc": "had a bad CRC",
+                "unsupported": "had an unsupported type", "io_rx_truncated": "were truncated"}
+
+
+def _came_back(stats: dict, addr: str) -> str:
+    """What a failed ``uet send`` says of the datagrams that came back: nothing, or how many
+    and why they were dropped before the PDS took them (TSS, trailer and socket counters)."""
+    got = stats.get("io_rx_datagrams", 0)
+    if not got:
+        return f"; nothing came back from {addr} (is a UET receiver serving there?)"
+    drops = sorted(((n, k) for k in _WHY_DROPPED if (n := stats.get(k, 0))), reverse=True)
+    if not drops:
+        return "" if stats.get("rx_datagrams") else (
+            f"; {got:,} datagrams came back from {addr} but none reached the PDS")
+    head = (" but were dropped: " if not stats.get("rx_datagrams")
+            else f", {sum(n for n, _ in drops):,} of them dropped: ")
+    hint = (" (same --sd-key, --sdi and --tss-mode at both ends?)"
+            if stats.get("tss_auth_failed") else "")
+    return (f"; {got:,} datagrams came back from {addr}{head}"
+            + ", ".join(f"{n:,} {_WHY_DROPPED[k]} ({k})" for n, k in drops) + hint)
+
+
 def _tss_drops(stats: dict) -> str:
     """The TSS drops of a summary line: each counted under its own name (uet.tss.layer)."""
     drops = {k: v for k, v in stats.items() if k.startswith("tss_") and v
@@ -390,7 +421,7 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
     result: dict[str, Any] = {"ok": False, "bytes": source.total or 0, "wall_time_s": 0.0,
                               "goodput_MBps": 0.0, "packets_sent": 0, "retransmissions": 0,
                               "paths_used": 0, "sha256": None, "mode": args.mode,
-                              "to": _fmt_addr(host, port), "messages": 0}
+                              "to": _fmt_addr(host, port), "messages": 0, "acked_bytes": 0}
     progress = _Progress(source.total, args.progress if args.progress is not None else err.isatty())
     status = 0
     error = None
@@ -398,7 +429,9 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
     t_end = None
     ep_ref = None
     cc_info: dict[str, Any] | None = None
-    acked = 0
+    acked = 0  # the bytes of the messages completed (their SES response came)
+    current: tuple[int, int] | None = None  # the message in flight: (handle, size)
+    pds_acked = 0  # and those the target's PDS acknowledged, answered or not (D.7)
     try:
         async with open_endpoint(None, paths=args.paths, peer=host, local=args.local,
                                  peer_port=port, spray=args.spray, security=security,
@@ -417,24 +450,33 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
                         nursery.start_soon(ticker)
                     try:
                         while (msg := await trio.to_thread.run_sync(source.next)) is not None:
-                            await ep.send(host, msg, mode=args.mode, job_id=args.job)
+                            h = ep.send_nowait(host, msg, mode=args.mode, job_id=args.job)
+                            current = (h, len(msg))
+                            await ep.wait(h)
+                            current = None
                             acked += len(msg)
                             result["messages"] += 1
                             del msg  # one message in memory: drop it before reading the next
                         t_end = trio.current_time()
                     except SendFailed as exc:
                         error = f"transfer failed: {exc.reason}"
-                        if not ep.stats.get("rx_datagrams"):
-                            error += (f"; nothing came back from {_fmt_addr(host, port)} (is a "
-                                      "UET receiver serving there?)")
+                        error += _came_back(ep.stats, _fmt_addr(host, port))
                         status = 1
                     except _ReadError as exc:
                         error = str(exc)
                         status = 1
                     nursery.cancel_scope.cancel()
+            waiting = current is not None and ep.acked_not_answered(current[0])
+            pds_acked = acked + (current[1] if waiting and current is not None else 0)
             if cs.cancelled_caught:
                 of = f" of {source.total}" if source.total is not None else ""
                 error = f"timed out after {args.timeout} s: {acked}{of} bytes acknowledged"
+                if waiting:  # the target's PDS took the bytes, its SES never answered (D.7)
+                    every = (f"all {pds_acked}" if pds_acked == source.total
+                             else f"{pds_acked}{of}")
+                    error = (f"timed out after {args.timeout} s: the PDS acknowledged {every} "
+                             f"bytes, but no SES response (D.7) came for message "
+                             f"{result['messages'] + 1}")
                 status = 3
             if progress.enabled:
                 progress.update(acked, force=True)
@@ -450,6 +492,7 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
     except OSError as exc:
         error = f"socket error: {exc}"
         status = 1
+    result["acked_bytes"] = pds_acked
     if ep_ref is not None:
         st = ep_ref.stats
         result["packets_sent"] = st.get("io_tx_datagrams", 0)

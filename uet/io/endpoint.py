@@ -114,8 +114,13 @@ LIVE_RUDI = {"rto": 50e-3, "rto_max": 1.0, "max_retx": 8, "nack_retx_time": 50e-
 # the data sent per 16-64 MiB transfer with a 1-50 ms floor; the receiver's first packet of a
 # 64 MiB message and its final reassembly copy each pause it for tens of ms). Floors like TCP's
 # 200 ms keep RTO for real losses; RACK and tail-loss probes (I7, I9) still recover holes
-# within about one RTT.
-LIVE_DEFAULTS: dict[str, Any] = {"rto_initial": 250e-3, "rto_min": 200e-3}
+# within about one RTT. Once a PDC is established its backoff may grow to 4 s and it gives up
+# after 8 timeouts in a row (I8 of uet.pds.recovery): with a 200 ms floor they span 22 s of
+# silence instead of C.9's five in 2.6 s, what a peer on a loaded host needs when a SYN flood
+# queues many seconds of datagrams ahead of ours in its socket (issue 25: 6-16 s measured on two
+# busy cores); a peer that never answered is still given up after 2.6 s.
+LIVE_DEFAULTS: dict[str, Any] = {"rto_initial": 250e-3, "rto_min": 200e-3,
+                                 "rto_max_established": 4.0, "max_rto_retx_established": 8}
 # K2, K3 of uet.multipath.csig for a live endpoint, whose round trip is about 1 ms (measured
 # through uet demo's relay: an unloaded minimum of 0.7-1.0 ms) where the selector's defaults are
 # for simulated fabrics of about 10 us: a reflected signal is forgotten after 20 ms, and the
@@ -281,6 +286,12 @@ class LiveEndpoint(SocketEngine):
             raise w.error
         assert w.result is not None
         return w.result
+
+    def acked_not_answered(self, handle: int) -> bool:
+        """Whether the message ``handle``, still waited for, had every request acknowledged by
+        the target's PDS (CACK, C.2) while its SES response (D.7) has not come (I3 of
+        uet.ses.initiator): a target that took the bytes but never answered."""
+        return self.host.ses.acked_by_transport(handle)
 
     async def send(self, dest: str | tuple, data: bytes, *, mode: str = "rud", **kw: Any) -> SendResult:
         """Send one message and return once the target placed it (its response arrived, which
@@ -599,7 +610,9 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
     entropy sockets. ``zero_checksum``: UDP checksum 0 (IPv4 SO_NO_CHECK, IPv6
     UDP_NO_CHECK6_TX); False lets the kernel compute it. ``seed``: the host's random choices
     (start PSNs, first PDCID); default random, so that endpoints sharing an address differ. On a
-    normal exit the initiator PDCs are closed (C.7) for at most ``close_timeout`` seconds.
+    normal exit the initiator PDCs are closed (C.7) for at most ``close_timeout`` seconds. On
+    any exit the host then shuts down (H6 of uet/host.py): messages still in reassembly are
+    dropped, their storage freed in order.
     ``ses``: the :class:`uet.ses.SesConfig` of the host's SES (True, False or None: the
     defaults; every endpoint has an SES, since messages are SES SENDs); ``auto_recv``: nonzero
     gives every untagged SEND a receive (M7 of uet/ses/target.py), 0 leaves them to
@@ -617,6 +630,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
     if bind is not None and S.family_of(bind[0]) != S.family_of(local_addr):
         raise ValueError(f"bind address {bind[0]} and local address {local_addr} differ in family")
     socks: list[socket.socket] = []
+    host: Host | None = None
     try:
         uet_sock = None
         if bind is not None:
@@ -682,5 +696,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                     await ep.close_pdcs()
             nursery.cancel_scope.cancel()
     finally:
+        if host is not None:  # the readers have stopped: H6 of uet/host.py, in order (issue 25)
+            host.shutdown()
         for s in socks:
             s.close()

@@ -98,6 +98,10 @@ def _index(name, value):
         raise TypeError("%s must be an integer" % name) from None
 
 
+# what a released Reassembly holds: an empty message that reaches no buffer
+_EMPTY = _ffi.gc(_lib.uet_reasm_new(_ffi.NULL, 0), _lib.uet_reasm_free)
+
+
 class Reassembly:
     """Place out-of-order payloads into a message buffer of known length.
 
@@ -121,6 +125,37 @@ class Reassembly:
         if r == _ffi.NULL:
             raise MemoryError("Reassembly: cannot allocate the tracking bitmap")
         self._r = _ffi.gc(r, _lib.uet_reasm_free)
+
+    def release(self, _release=_ffi.release) -> None:
+        """Let go of the buffer now, in order: the C state that points into it is freed, then
+        the buffer export the C side held ends, then this engine's view is released (a view
+        still exported elsewhere is only dropped). Afterwards the engine is an empty message of
+        length 0 that reaches no buffer. Idempotent.
+
+        Also the finalizer: an engine that the garbage collector finds in a reference cycle
+        ends its export before any object of the cycle is cleared. Left to the collector, a
+        memoryview still exported to the C side fails to clear (BufferError) and its later
+        deallocation crashes the interpreter (issue 25: ``uet recv`` stopped with a message in
+        reassembly)."""
+        r = getattr(self, "_r", None)  # (unset when __init__ raised)
+        if r is _EMPTY:
+            return
+        self._r, self._length = _EMPTY, 0
+        if r is not None:
+            _release(r)  # uet_reasm_free: nothing in C points into the buffer any more
+        cbuf, self._cbuf = getattr(self, "_cbuf", None), None
+        if cbuf is not None:
+            _release(cbuf)  # the export ends
+        view = getattr(self, "_view", None)
+        self._buf = bytearray()
+        self._view = memoryview(self._buf)
+        if view is not None:
+            try:
+                view.release()
+            except BufferError:
+                pass  # someone else exported our view: it stays theirs until they let go
+
+    __del__ = release
 
     @property
     def length(self) -> int:

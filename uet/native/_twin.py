@@ -249,6 +249,21 @@ class Reassembly(MessageSpan):
         self._ends: list[int] = []
         self._received = 0
 
+    def release(self) -> None:
+        """Let go of the buffer now: this engine's view is released (a view still exported
+        elsewhere is only dropped). Afterwards the engine is an empty message of length 0 that
+        reaches no buffer. Idempotent. (The C twin frees its C state and ends its buffer
+        export first; its finalizer does the same.)"""
+        view = self._view
+        self._length = self._received = 0
+        self._starts, self._ends = [], []
+        self._buf = bytearray()
+        self._view = memoryview(self._buf)
+        try:
+            view.release()
+        except BufferError:
+            pass  # someone else exported our view: it stays theirs until they let go
+
     @property
     def buffer(self) -> memoryview:
         """Writable memoryview of the whole message buffer."""

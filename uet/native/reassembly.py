@@ -25,7 +25,10 @@ budget. The exactness rules are the engines': bytes already received are never o
 ``place`` returns how many bytes were new.
 
 :meth:`Reassembly.take` hands the whole message over once, without a copy: the bytearray, or a
-memoryview of the mapping (missing bytes read as zeros).
+memoryview of the mapping (missing bytes read as zeros). :meth:`Reassembly.release` drops a
+message that will not be taken (its endpoint stops: uet.host.Host.shutdown), in an explicit
+order - C chunk table, engines (C state, then their buffer exports), views - rather than leaving
+memoryviews exported to C to the garbage collector, which cannot clear them (issue 25).
 """
 
 from __future__ import annotations
@@ -325,13 +328,37 @@ class Reassembly(MessageSpan):
             for start, n in self.missing():  # never another message's bytes
                 view[start:start + n] = bytes(n)
         data = self._buf if isinstance(self._buf, bytearray) else self._view
-        if self._slots is not None:
-            self._table.nchunks = 0  # the engines go now: a lane that still read it takes nothing
-        self._chunks = {}
-        self._allocated = 0
+        self._drop_engines()
         self._buf = self._view = None
         self._stale = False
         return data if data is not None else bytearray()
+
+    def release(self) -> None:
+        """Drop the message and its storage now (its endpoint stops, or gives it up), in
+        order: the C chunk table forgets the engines (the receive lane reaches none of them
+        any more), each engine frees its C state and ends its buffer export, then the view of
+        the buffer is released; the mapping is the pool's again once nothing else refers to
+        it. Never left to the garbage collector (issue 25). Afterwards the message is empty:
+        nothing received, nothing allocated. Idempotent."""
+        self._drop_engines()
+        self._table.received = 0
+        view = self._view
+        self._buf = self._view = None
+        self._stale = False
+        if view is not None:
+            try:
+                view.release()
+            except BufferError:
+                pass  # exported elsewhere: it stays theirs until they let go
+
+    def _drop_engines(self) -> None:
+        if self._slots is not None:
+            rxlane.drop_chunks(self._table)  # first: C must not reach an engine being freed
+            self._slots = None
+        chunks, self._chunks = self._chunks, {}
+        self._allocated = 0
+        for e in chunks.values():
+            e.release()
 
     def __repr__(self) -> str:
         return "Reassembly(length=%d, received=%d, allocated=%d)" % (

@@ -115,6 +115,12 @@ if AVAILABLE:
         """Chunk ``index``'s engine into a table that has slots."""
         table.chunks[index] = engine._r
 
+    def drop_chunks(table: Any) -> None:
+        """The lane forgets a table's engines, before they are freed (their message was
+        taken or released): a lane that still reads the table takes nothing."""
+        table.nchunks = 0
+        table.chunks = _ffi.NULL
+
     def _allocated(lane: Any, what: str) -> Any:
         if lane == _ffi.NULL:
             raise MemoryError("uet.native.rxlane: cannot allocate " + what)
@@ -229,3 +235,6 @@ else:
 
     def new_chunk_table(length: int, chunk: int) -> Any:
         return ChunkCounts()
+
+    def drop_chunks(table: Any) -> None:
+        return None

@@ -35,6 +35,11 @@ class PdsConfig:
     rto_adaptive: bool = True                 # project choice: srtt + 4 rttvar once sampled ...
     rto_min: float = 200e-6                   # ... but never below this (facts give no floor)
     rto_max: float = 0.5
+    # I8 choice: once the peer has answered, the backoff's cap and the timeouts in a row before the
+    # PDC is given up (None: rto_max, max_rto_retx); a live endpoint's span tens of seconds of
+    # silence, so that a slow peer is not taken for gone
+    rto_max_established: float | None = None
+    max_rto_retx_established: int | None = None
     max_rto_retx: int = 5                     # C.5 / C.9 MAX_RTO_RETX_CNT (consecutive timeouts)
     nack_retx_time: float = 1e-3              # C.9 NACK_RETX_TIME: delay for resource NACKs
     max_nack_retx: int = 5                    # C.9 MAX_NACK_RETX_CNT per packet
@@ -50,7 +55,10 @@ class PdsConfig:
     rod_buffer: bool = True                   # C.8 / H.2: ROD target buffers (RP); False: ROD_OOO
     close_msl: float = 10e-3                  # C.7: answer for one MSL after close
     target_idle_reap: float = 1.0             # choice (C.1 New_PDC_Time-like): at the PDC limit, a
-                                              # new SYN first frees target PDCs idle this long (s)
+                                              # new SYN first frees half-open target PDCs idle
+                                              # this long (s) ...
+    target_idle_reap_open: float = 30.0       # ... and established ones idle this long (choice:
+                                              # a flood must not take a PDC quiet for a while)
     max_pdcs_per_peer: int = 256              # T3: PDCs one peer address may hold (NO_PDC_AVAIL)
     refusal_nack_rate: float = 1000.0         # T3: NO_PDC_AVAIL NACKs per second per peer (0: all)
     first_pdcid: int | None = None            # C.1: None = a seeded random start, so that two

@@ -32,12 +32,15 @@ PDC identity and establishment (target)
   T2  C.1: a SYN request with no PDC for (source, destination, SPDCID): allocate a PDC,
       DPDCID := packet SPDCID, START_PSN := PSN - psn_offset, CACK := START_PSN - 1; the mode
       (RUD/ROD) is the request type's.
-  T3  bounded state: with ``max_pdcs`` PDCs live, a new SYN first frees the target PDCs idle for
-      ``target_idle_reap`` (choice, like C.1's New_PDC_Time); if none is, it gets NACK NO_PDC_AVAIL
-      (0x04) with SPDCID 0 and allocates nothing; PDCs in use are unaffected. One peer address
-      holds at most ``max_pdcs_per_peer`` target PDCs (beyond: its own idle ones are reaped first,
-      else NO_PDC_AVAIL), so one flooding address cannot take the table. Reaping frees half-open
-      PDCs (never named without SYN) before established ones, scans at most once per reaping time
+  T3  bounded state: with ``max_pdcs`` PDCs live, a new SYN first frees the half-open target PDCs
+      (never named without SYN) idle for ``target_idle_reap`` (choice, like C.1's New_PDC_Time for
+      a PENDING PDC) and the established ones idle for ``target_idle_reap_open`` (choice: much
+      longer, so that a SYN flood cannot take a PDC that is only quiet between messages, or whose
+      requests the flood crowds out for a while); if none is, it gets NACK NO_PDC_AVAIL (0x04)
+      with SPDCID 0 and allocates nothing; PDCs in use are unaffected. One peer address holds at
+      most ``max_pdcs_per_peer`` target PDCs (beyond: its own idle ones are reaped first, else
+      NO_PDC_AVAIL), so one flooding address cannot take the table. Reaping frees half-open
+      PDCs before established ones, scans at most once per reaping time
       while nothing can have become idle, and the refusing NACKs are rate-limited per peer
       (``refusal_nack_rate``): a SYN flood at a full table stays cheap. The first PDCID is
       seeded-random (``first_pdcid`` fixes it), so two endpoints sharing an address do not collide
@@ -76,7 +79,7 @@ from .initiator import CLOSED, Initiator
 from .packets import (REQUEST_SIZE, ack_bytes, nack_bytes, read_ack, read_control, read_nack,
                       read_request, read_request_fields)
 from .recovery import ACKED, M32, pdiff
-from .target import OPEN, Target
+from .target import OPEN, PEND_FROM, Target
 from .signals import Reflector
 from .upper import Accepting, Outgoing, Upper
 
@@ -126,7 +129,8 @@ class Endpoint:
         self._init_by_key: dict[tuple, Initiator] = {}
         self._tgt_by_key: dict[tuple, Target] = {}
         self._tombs: dict[int, _Tomb] = {}
-        self._peer_targets: Counter = Counter()  # target PDCs per peer address (T3)
+        self._peer_targets: dict[str, dict[int, Target]] = {}  # per peer address (T3, A5)
+        self._calm: dict[object, bool] = {}  # A5: per peer, pressure at most PEND_FROM
         self._reap_after: dict[str | None, float] = {}  # T3: no idle target before then
         self._nack_tokens: dict[str, tuple[float, float]] = {}  # T3: per peer (tokens, time)
         first = self.config.first_pdcid
@@ -174,10 +178,17 @@ class Endpoint:
 
     def _pressure_changed(self, peer: object) -> None:
         """The upper layer's receive resources for ``peer`` changed: whether the C lane may
-        build the ACKs of its targets (A5) is decided again."""
-        for t in self._tgts.values():
-            if t.peer == peer:
-                t.refresh_quick()
+        build the ACKs of its targets (A5) is decided again - only when the pressure crossed
+        PEND_FROM, and only for that peer's targets: this runs for every message delivered,
+        and a SYN flood's one-packet messages must not cost a scan of the PDC table each."""
+        calm = self.upper.pressure(peer) <= PEND_FROM
+        if self._calm.get(peer) is calm:
+            return
+        if len(self._calm) >= 4096:
+            self._calm.clear()  # forgetting only costs one more refresh
+        self._calm[peer] = calm
+        for t in self._peer_targets.get(peer, {}).values():  # type: ignore[call-overload]
+            t.refresh_quick()
 
     def submit(self, dst: str, item: Outgoing, *, mode: str = "rud", job_id: int = 0,
                tc: int = 0) -> None:
@@ -486,7 +497,7 @@ class Endpoint:
     def _new_target(self, key: tuple, meta: DatagramMeta, spdcid: int, rod: bool,
                     start: int) -> Target | None:
         """T2, T3: a target PDC for a SYN, within the per-peer and total limits."""
-        if (self._peer_targets[meta.src] >= self.config.max_pdcs_per_peer
+        if (len(self._peer_targets.get(meta.src, ())) >= self.config.max_pdcs_per_peer
                 and not self._reap_idle_targets(self._now, meta.src)):
             return None
         pdcid = self._alloc_pdcid()
@@ -496,7 +507,7 @@ class Endpoint:
         self._pdcs[pdcid] = t
         self._tgts[pdcid] = t
         self._tgt_by_key[key] = t
-        self._peer_targets[meta.src] += 1
+        self._peer_targets.setdefault(meta.src, {})[pdcid] = t
         self.events.append(ev.PdcEstablished(pdcid, spdcid, meta.src, "target", t.mode))
         return t
 
@@ -572,19 +583,22 @@ class Endpoint:
 
     def _reap_idle_targets(self, now: float, peer: str | None = None) -> bool:
         """T3 under pressure: free target PDCs (of ``peer``, or any) that heard nothing for
-        ``target_idle_reap`` s, half-open ones first. True if any was freed."""
+        ``target_idle_reap`` s (half-open) or ``target_idle_reap_open`` s (established),
+        half-open ones first. True if any was freed."""
         if now < self._reap_after.get(peer, -INF):
             return False  # nothing can have become idle since the last scan found nobody
-        wait = self.config.target_idle_reap
-        limit = now - wait
+        cfg = self.config
+        wait_half, wait_open = cfg.target_idle_reap, max(cfg.target_idle_reap_open,
+                                                         cfg.target_idle_reap)
         idle, half_open = [], []
         first = INF  # the earliest any of the others can be reaped
-        for t in self._tgts.values():
-            if peer is None or t.peer == peer:
-                if t.last_rx <= limit:
-                    (idle if t.open else half_open).append(t)
-                elif t.last_rx + wait < first:
-                    first = t.last_rx + wait
+        mine = self._tgts if peer is None else self._peer_targets.get(peer, {})
+        for t in mine.values():
+            due = t.last_rx + (wait_open if t.open else wait_half)
+            if due <= now:
+                (idle if t.open else half_open).append(t)
+            elif due < first:
+                first = due
         if half_open:  # an established PDC may only be starved, not gone
             idle = half_open
         if not idle:
@@ -631,11 +645,11 @@ class Endpoint:
         self._tgts.pop(t.pdcid, None)
         t.release_lane()
         self._tgt_by_key.pop(t.key, None)
-        n = self._peer_targets[t.peer] - 1
-        if n > 0:
-            self._peer_targets[t.peer] = n
-        else:
-            self._peer_targets.pop(t.peer, None)
+        mine = self._peer_targets.get(t.peer)
+        if mine is not None:
+            mine.pop(t.pdcid, None)
+            if not mine:
+                del self._peer_targets[t.peer]
 
     def _tomb(self, pdcid: int, tomb: _Tomb) -> None:
         self._tombs[pdcid] = tomb

@@ -335,6 +335,7 @@ class Initiator(PdcSide):
             self.state = ESTABLISHED
             self.peer_pdcid = a.spdcid
             self.header = RequestHeader(self.ptype, self.pdcid, a.spdcid)
+            self.rec.on_established()  # I8: a longer backoff for a peer known to answer
             ep.events.append(ev.PdcEstablished(self.pdcid, a.spdcid, self.peer, "initiator",
                                                self.mode))
         elif a.spdcid != self.peer_pdcid:

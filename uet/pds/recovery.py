@@ -27,8 +27,13 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision where 
       answer that shows the base PSN still missing while its last copy went on an EV not known to
       work resends it at once. After a timeout the next one is at least one (backed-off) RTO
       later, however spread out in time the packets still in flight were sent. More than
-      ``max_rto_retx`` consecutive timeouts without progress close the PDC in error. No RTO
-      runs while everything outstanding waits for a NACK-driven resend (I10).
+      ``max_rto_retx`` consecutive timeouts without progress close the PDC in error. Choice: once
+      the PDC is established (its peer has answered), the backoff is capped by
+      ``rto_max_established`` and the give-up comes after ``max_rto_retx_established``
+      timeouts instead (each when set, and larger), so that they span a longer silence: a peer
+      that answered before is more likely slow (a loaded host, a queue behind a SYN flood) than
+      gone, and a give-up after a fixed few seconds of silence would kill a transfer that only
+      waits. No RTO runs while everything outstanding waits for a NACK-driven resend (I10).
   I9  C.9 TAIL_LOSS_TIME: tail-loss probe: with packets outstanding and nothing sent or heard
       for the probe time (choice: 2 srtt, min ``tlp_min``; restarted on progress), ACK_REQ for the
       newest outstanding PSN; the target answers an ACK (with SACK) or NACK PKT_NOT_RCVD. At most
@@ -126,6 +131,8 @@ class Recovery:
         self.rtt_hi_t = 0.0  # ... which started then ...
         self.rtt_prev = 0.0  # ... and the largest of the window before it
         self.reo_steps = 1
+        self.rto_cap = self.cfg.rto_max  # I8: rto_max_established once the peer answered ...
+        self.rto_retx = self.cfg.max_rto_retx  # ... and max_rto_retx_established
         self.last_tx = 0.0
         self.rack_at = INF
         self.progress(0.0)  # the timers' state: nothing sent yet
@@ -154,7 +161,16 @@ class Recovery:
             r = max(self.srtt + RTO_K * self.rttvar, cfg.rto_min)
         else:
             r = cfg.rto_initial
-        return min(r * self.backoff, cfg.rto_max)
+        return min(r * self.backoff, self.rto_cap)
+
+    def on_established(self) -> None:
+        """I8: the peer answered (the PDC is established): the backoff may grow to
+        ``rto_max_established``, the give-up wait for ``max_rto_retx_established`` timeouts."""
+        cap, retx = self.cfg.rto_max_established, self.cfg.max_rto_retx_established
+        if cap is not None and cap > self.rto_cap:
+            self.rto_cap = cap
+        if retx is not None and retx > self.rto_retx:
+            self.rto_retx = retx
 
     def pto(self) -> float:
         cfg = self.cfg
@@ -223,7 +239,7 @@ class Recovery:
     def _on_rto(self, now: float, rto: float) -> None:
         self.stats["rto"] += 1
         self.rto_count += 1
-        if self.rto_count > self.cfg.max_rto_retx:
+        if self.rto_count > self.rto_retx:
             self.owner.fail("retransmission limit (RTO)")
             return
         marked = 0

@@ -150,6 +150,14 @@ class RxMessage:
         if lanes is not None:
             self.__dict__["_lane"] = lanes.remove_msg(self._lane)
 
+    def release(self) -> None:
+        """Drop the message's storage now (its endpoint stops), in order: the C lane that
+        places into it goes first, then the storage (uet.native.Reassembly.release)."""
+        self.release_lane()
+        asm, self.asm = self.asm, None
+        if asm is not None:
+            asm.release()
+
 
 # The fields the C receive lane changes (uet.native.rxlane) live in the message's lane: the C
 # lane's while the message is in reassembly at an endpoint with lanes, a MsgState otherwise.
@@ -211,6 +219,7 @@ class Operation:
     restarted: bool = False
     params: dict = field(default_factory=dict)
     on_done: Any = None               # internal reads (rendezvous pull)
+    acked: bool = False               # I3 of uet.ses.initiator: the transport ACKed every request
 
 
 def field_int(f: Mapping[str, Any], k: str, default: int = 0) -> int:

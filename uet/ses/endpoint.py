@@ -119,6 +119,27 @@ class SesEndpoint(InitiatorSide, TargetSide):
         that may lose responses asks again while this holds: X5 of uet/pds/initiator.py)."""
         return message_id in self._ops
 
+    def release(self) -> None:
+        """The host stops (uet.host.Host.shutdown): the storage of every message this SES
+        holds is freed now, in order, rather than left to the garbage collector (issue 25) -
+        the messages in reassembly (K1; each leaves its C lane before its storage goes), the
+        unexpected ones waiting for a receive (M2) and the read data of outstanding
+        operations. Those messages are dropped without an event (``released`` counts them);
+        nothing is sent. Idempotent; the counters stay readable."""
+        partial = [rx for key in list(self._rx) if (rx := self._rx_pop(key)) is not None]
+        # (_rx_pop gives their R1 budget back; a partial unexpected message is in both lists)
+        gone = {id(rx): rx for rx in partial + self._unexpected}
+        for rx in gone.values():
+            rx.release()
+        self._unexpected.clear()
+        self._unexpected_bytes = 0
+        for op in self._ops.values():
+            if op.asm is not None:
+                op.asm.release()
+                op.asm, op.got = None, 0
+        if gone:
+            self._stats["released"] += len(gone)
+
     # --- the PDS's upper layer (uet/pds/upper.py) ---------------------------------------------------
 
     def deliver(self, peer: Any, ref: int, next_hdr: int, data: Any,
@@ -156,7 +177,7 @@ class SesEndpoint(InitiatorSide, TargetSide):
         return min(1.0, self.budget.peer_bytes(peer) / limit) if limit else 1.0
 
     def acked(self, token: Any, now: float) -> None:
-        return None  # operations complete on their responses (I2)
+        self.transport_acked(token)  # noted (I3); operations complete on their responses (I2)
 
     def response(self, token: Any, next_hdr: int, data: Any, peer: Any, now: float) -> None:
         self.receive_bytes(next_hdr, data, peer=peer, message_id=token, now=now)

@@ -20,6 +20,10 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision where 
       when all their data arrived; any other RC fails the operation with that RC (deferrable
       sends: NO_MATCH means deferred, M4). A DEFAULT_RESPONSE with RC NULL (D.9, built by the
       PDS for cleared duplicates) changes nothing.
+  I3  choice: when the transport says every request of an operation is acknowledged (the PDS's
+      CACK, C.2, through ``acked``), the operation notes it (``Operation.acked``) and still
+      completes only on its response (I2, D.7): a driver can then tell a target that took the
+      bytes but never answered from one that never got them (:meth:`acked_by_transport`).
 """
 
 from __future__ import annotations
@@ -240,6 +244,17 @@ class InitiatorSide:
                 self._events.append(ev.OperationFailed(op.handle, op.op, mid, RC_CANCELLED, reason))
                 return True
         return False
+
+    def transport_acked(self, message_id: int) -> None:
+        """I3: the transport acknowledged every request of this operation."""
+        op = self._ops.get(message_id)
+        if op is not None:
+            op.acked = True
+
+    def acked_by_transport(self, handle: int) -> bool:
+        """I3: whether the outstanding operation ``handle`` had every request acknowledged by the
+        transport while its response has not come (False once it completed or failed)."""
+        return any(op.handle == handle and op.acked for op in self._ops.values())
 
     def transport_failed(self, message_id: int, reason: str) -> None:
         """The transport gave up on a request of this operation (PDC closed in error, RUDI retry

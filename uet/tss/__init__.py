@@ -2,7 +2,7 @@
 
 This package owns the TSS security header on the wire, AES-256-GCM protection with the 16-byte
 tag as the packet trailer, the SP 800-108 KDF of cluster and server modes, the sender's TSC and
-epochs, the receive checks (replay window, epoch age, per-source authentication-failure latch),
+epochs, the receive checks (replay window, epoch age, per-source authentication-failure limit),
 trimmed-packet handling, key files and the epoch store, and stateless opening of captured frames.
 It imports no trio, no sockets and nothing of the PDS; datagram metadata is duck-typed (``src``,
 ``dst``, ``sport``, ``dport``, ``dscp``, ``ecn``).

@@ -24,6 +24,10 @@ Rules:
    mode only (server mode leaves rekey zero, F: KDF context; direct mode has no KDF).
 6. choice: ``aad`` is ``addresses`` (default), ``header`` or ``entropy`` (layer rule 1);
    ``trimmed`` is ``nack`` (default) or ``drop`` (layer rule 5).
+7. F: Receive checks - ``max_epoch_age`` (RP 16) and ``auth_fail_threshold`` (RP 1000) as the
+   reference provider has them; ``auth_fail_probe`` (one datagram in it is still tried from a
+   source over the threshold) and ``max_old_epochs`` (windows kept for epochs older than the
+   age) are this project's (replay rules 2 and 4).
 """
 
 from __future__ import annotations
@@ -85,7 +89,9 @@ class SecurityConfig:
     trimmed: str = "nack"
     replay_window: int = 4096
     max_epoch_age: int = 16
+    max_old_epochs: int = 16
     auth_fail_threshold: int = 1000
+    auth_fail_probe: int = 16
     rekey_mask: int = 0xFF00
     rekey_shift: int = 8
     max_sources: int = 4096
@@ -112,7 +118,9 @@ class SecurityConfig:
         _choice("TSS trimmed-packet handling", self.trimmed, TRIMMED_MODES)
         _int("replay window", self.replay_window, 1, 1 << 20)
         _int("max epoch age", self.max_epoch_age, 0, 0x7FFF)
+        _int("max old epochs", self.max_old_epochs, 0, 0x7FFF)
         _int("auth-failure threshold", self.auth_fail_threshold, 1, 1 << 62)
+        _int("auth-failure probe", self.auth_fail_probe, 1, 1 << 30)
         _int("rekey mask", self.rekey_mask, 0, TSC_MASK)
         _int("rekey shift", self.rekey_shift, 0, 47)
         if self.rekey_mask >> self.rekey_shift > 0xFFFFFFFF:

@@ -11,12 +11,20 @@ Rules:
    file checked is the file read.
 2. choice (IV uniqueness across processes, F: Counter rules): each sender process takes a fresh
    16-bit epoch from an :class:`EpochStore`, a small state file beside the key file (default
-   ``<keyfile>.epoch``) holding the last epoch handed out. ``take`` locks it with ``fcntl.flock``,
-   reads, increments, writes and fsyncs before releasing the lock, so two processes started from
-   one key file never get the same epoch, even concurrently or after a crash. The TSC starts at 0
-   per epoch, so (source, epoch, TSC) - the IV in direct mode, the KDF context plus TSC in cluster
-   and server modes - is never repeated under one key. After epoch 65535 the store refuses with a
-   one-line error telling the user to rotate the key: it never wraps silently.
+   ``<keyfile>.epoch``) holding the last epoch handed out as 5 digits and a newline. ``take``
+   locks it with ``fcntl.flock``, reads, increments, writes the new value over the old one in
+   place (``pwrite`` at offset 0, never truncating first) and fsyncs before releasing the lock,
+   so two processes started from one key file never get the same epoch, even concurrently, after
+   a crash or after a write that failed: the file always holds the old value or the new one
+   (both have the same width, and any prefix of the larger written over the smaller reads as at
+   least the smaller), never less and never nothing. A new file is made complete in a temporary
+   file and linked into place, so nobody ever sees it empty; an epoch file that exists but is
+   empty is therefore refused (something else emptied it: the epochs used are unknown). Files in
+   the older unpadded form are read, and rewritten in this one by the next ``take``. The TSC
+   starts at 0 per epoch, so (source, epoch, TSC) - the IV in direct mode, the KDF context plus
+   TSC in cluster and server modes - is never repeated under one key. After epoch 65535 the
+   store refuses with a one-line error telling the user to rotate the key: it never wraps
+   silently.
 3. choice: the precondition of rule 2 is that every process that sends under one key from one
    source identity (address or SSI) takes its epoch from the same store. Two copies of a key file
    at different paths on one host have two stores: use one path (or pass the store's path). On
@@ -27,10 +35,12 @@ Rules:
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
 import re
+import tempfile
 
 from ..errors import UetError
 
@@ -38,6 +48,8 @@ KEY_LEN = 32  # F: Cipher (AES-256)
 EPOCH_MAX = 0xFFFF  # B.15: 16-bit epoch
 _HEX = re.compile(rb"[0-9a-fA-F]{64}")
 _SEED_LABEL = b"uet tss demo key v1\x00"
+_EPOCH_FORMAT = b"%05d\n"  # fixed width: an update overwrites the whole old value
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class KeyFileError(UetError):
@@ -108,36 +120,91 @@ class EpochStore:
         """The next epoch (0 first), persisted before it is returned."""
         name = self.path
         try:
-            fd = os.open(name, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            try:
+                fd = os.open(name, os.O_RDWR | _CLOEXEC)
+            except FileNotFoundError:
+                if _create(name):
+                    return 0
+                fd = os.open(name, os.O_RDWR | _CLOEXEC)  # another process made it first
         except OSError as exc:
             raise KeyFileError(f"{name}: cannot open the epoch file: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
-            raw = b""
-            while chunk := os.read(fd, 64):
-                raw += chunk
-                if len(raw) > 64:
-                    break
+            try:
+                raw = os.pread(fd, 65, 0)
+            except OSError as exc:
+                raise KeyFileError(f"{name}: cannot read the epoch file: {exc.strerror}; "
+                                   "the epochs this key has used are unknown") from None
             text = raw.strip()
             if not text:
-                epoch = 0
-            elif text.isdigit() and int(text) <= EPOCH_MAX:
-                epoch = int(text) + 1
-            else:
+                raise KeyFileError(f"{name}: the epoch file is empty, so the epochs this key has "
+                                   "used are unknown; rotate the key (write a new key file) and "
+                                   "delete this file")
+            if len(raw) > 64 or not text.isdigit() or int(text) > EPOCH_MAX:
                 raise KeyFileError(f"{name}: the epoch file is corrupt (expected one number 0.."
                                    f"{EPOCH_MAX}); delete it only together with rotating the key")
+            epoch = int(text) + 1
             if epoch > EPOCH_MAX:
                 raise KeyFileError(f"{name}: all {EPOCH_MAX + 1} epochs of this key are used; "
                                    "rotate the key (write a new key file) and delete this file")
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
-            os.write(fd, b"%d\n" % epoch)
+            value = _EPOCH_FORMAT % epoch
+            # over the old value, never truncating first: a failure leaves the old one (rule 2)
+            if os.pwrite(fd, value, 0) != len(value):
+                raise OSError(errno.EIO, "short write")
+            if len(raw) > len(value):  # an older form with more bytes: cut the rest, after
+                os.ftruncate(fd, len(value))
             os.fsync(fd)
             return epoch
         except OSError as exc:
             raise KeyFileError(f"{name}: cannot update the epoch file: {exc.strerror}") from None
         finally:
             os.close(fd)
+
+
+def _create(name: str) -> bool:
+    """Put an epoch file holding epoch 0 at ``name`` in one step (rule 2): written and fsynced
+    in a temporary file, then linked into place. True when this call made it (epoch 0 is the
+    caller's), False when the name already existed."""
+    folder = os.path.dirname(name) or "."
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(name) + ".", suffix=".new",
+                                   dir=folder)
+    except OSError as exc:
+        raise KeyFileError(f"{name}: cannot create the epoch file: {exc.strerror}") from None
+    try:
+        value = _EPOCH_FORMAT % 0
+        if os.write(fd, value) != len(value):
+            raise OSError(errno.EIO, "short write")
+        os.fsync(fd)
+        try:
+            os.link(tmp, name)
+        except FileExistsError:
+            return False
+        _fsync_folder(folder)
+        return True
+    except OSError as exc:
+        raise KeyFileError(f"{name}: cannot create the epoch file: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass  # a stray temporary file is harmless: it is never read
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make a new name in ``folder`` durable; a file system that cannot fsync a folder is left
+    as it is (the name is there, only its durability across a power loss is not promised)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 __all__ = ["EPOCH_MAX", "EpochStore", "KeyFileError", "default_epoch_path", "key_from_seed",

@@ -45,13 +45,14 @@ Rules:
    retransmission. ``trimmed="drop"`` drops it (``tss_trimmed_dropped``); the sender's timeout
    recovers.
 7. choice (order of the receive checks, cheapest and stateless first; nothing changes before the
-   tag verifies): latched datagram source (replay rule 4), trimmed, header length and type,
+   tag verifies): limited datagram source (replay rule 4), trimmed, header length and type,
    (SDI, AN) lookup, epoch age and replay window (read-only; replay rules 1-3), decryption; then,
-   only for a packet that authenticated, the replay window records it. A failed tag only counts
-   a failure against the datagram source.
+   only for a packet that authenticated, the replay window records it and the datagram
+   source's failure count is cleared. A failed tag only counts a failure against the datagram
+   source; a datagram skipped because its source is limited only moves that count on.
 
 Counters (``TssLayer.stats``): tss_protected, tss_accepted, tss_truncated, tss_bad_header,
-tss_unknown_sdi, tss_auth_failed, tss_replay, tss_too_old, tss_stale_epoch, tss_latched,
+tss_unknown_sdi, tss_auth_failed, tss_replay, tss_too_old, tss_stale_epoch, tss_fail_limited,
 tss_trimmed, tss_trimmed_dropped.
 """
 
@@ -77,7 +78,7 @@ TSS_TYPE = 1  # B.15 / B.1
 TSC_LIMIT = (1 << 48) - 1  # F: Counter rules (invoke limit)
 HEADER_LEN, HEADER_LEN_SSI = 12, 16  # B.15
 COUNTERS = ("tss_protected", "tss_accepted", "tss_truncated", "tss_bad_header", "tss_unknown_sdi",
-            "tss_auth_failed", "tss_replay", "tss_too_old", "tss_stale_epoch", "tss_latched",
+            "tss_auth_failed", "tss_replay", "tss_too_old", "tss_stale_epoch", "tss_fail_limited",
             "tss_trimmed", "tss_trimmed_dropped")
 _REPLAY_COUNTER = {R.REPLAY: "tss_replay", R.TOO_OLD: "tss_too_old",
                    R.STALE_EPOCH: "tss_stale_epoch"}
@@ -185,9 +186,11 @@ class TssLayer:
         self._trim_drop = config.trimmed == "drop"
         self._replay = R.ReplayTracker(window=config.replay_window,
                                        max_epoch_age=config.max_epoch_age,
+                                       max_old_epochs=config.max_old_epochs,
                                        max_sources=config.max_sources)
-        self._latch = R.FailureLatch(threshold=config.auth_fail_threshold,
-                                     max_sources=config.max_sources)
+        self._limiter = R.FailureLimiter(threshold=config.auth_fail_threshold,
+                                         probe=config.auth_fail_probe,
+                                         max_sources=config.max_sources)
 
     @property
     def next_tsc(self) -> int:
@@ -198,8 +201,8 @@ class TssLayer:
         return self._replay
 
     @property
-    def latch(self) -> R.FailureLatch:
-        return self._latch
+    def limiter(self) -> R.FailureLimiter:
+        return self._limiter
 
     def protect(self, body: bytes, meta: Any) -> bytes:
         """Security header + ciphertext of ``body`` + tag, under ``send_sdi`` and the next TSC."""
@@ -226,8 +229,8 @@ class TssLayer:
         any ``data``; ``meta`` must be well formed."""
         stats = self.stats
         dsource = (meta.src, meta.sport)
-        if self._latch.latched(dsource):
-            stats["tss_latched"] += 1
+        if not self._limiter.allow(dsource):
+            stats["tss_fail_limited"] += 1
             return None
         trimmed = getattr(meta, "dscp", 0) == DSCP_TRIMMED
         if trimmed and self._trim_drop:
@@ -267,9 +270,10 @@ class TssLayer:
         plain = open_sealed(key, iv, aad, data[hlen:])
         if plain is None:
             stats["tss_auth_failed"] += 1
-            self._latch.record_failure(dsource)
+            self._limiter.record_failure(dsource)
             return None
         self._replay.commit(rkey, epoch, tsc)
+        self._limiter.record_success(dsource)
         stats["tss_accepted"] += 1
         return Unprotected(plain, False, sdi, epoch, tsc)
 

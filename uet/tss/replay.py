@@ -1,4 +1,4 @@
-"""Receive-side TSS state: replay windows, epoch ages and authentication-failure latches.
+"""Receive-side TSS state: replay windows, epoch ages and authentication-failure limits.
 
 Owns the per-source bookkeeping a TSS receiver keeps (uet-facts.md F: Counter rules, Receive
 checks). Every check here is split into a read-only ``check`` and a ``commit``/``record`` that
@@ -17,21 +17,43 @@ Rules:
    so the window must cover the sender's total in-flight TSC span, not one PDC's. A
    retransmission takes a new TSC and so never looks old.
 2. F: Receive checks (epoch age) - choice: epochs compare in 16-bit serial arithmetic (RFC 1982)
-   against the newest epoch authenticated from that source; one more than ``max_epoch_age``
-   behind is stale. A newer epoch (the sender restarted, keys.EpochStore) opens a new window and
-   becomes the newest; windows whose epoch falls more than ``max_epoch_age`` behind are
-   forgotten (so at most ``max_epoch_age + 1`` per source). An older epoch still within the age
-   that has no window has never been accepted (its window would still be kept), so opening one
-   for it admits no replay. An epoch exactly half the circle away counts as behind.
+   against the newest epoch authenticated from that source; an epoch that has no window and is
+   more than ``max_epoch_age`` behind is stale. A newer epoch (a sender that restarted, or
+   another process on the same address: keys.EpochStore hands out one per process) opens a new
+   window and becomes the newest. Several processes may legitimately share a key and a source
+   address at once (distinct UET ports, one epoch file), so the newest epoch says nothing about
+   whether an older one is still in use: twenty short senders must not make a long transfer's
+   epoch stale. So a window, once opened, is kept whatever its epoch's age, and its epoch is
+   judged by the window alone (replays and too-old TSCs stay refused); only windows are let go,
+   never judged. Windows within the age are always kept (at most ``max_epoch_age + 1``); of the
+   older ones, the ``max_old_epochs`` most recently active are kept (least recently accepted a
+   packet goes first), so at most ``max_epoch_age + 1 + max_old_epochs`` per source. An epoch
+   whose window was let go is then stale for good, as an epoch never accepted is (a capture
+   replayed from it is refused); an older epoch still within the age that has no window has
+   never been accepted (its window would still be kept), so opening one for it admits no
+   replay. The limit: a long-idle process whose window was pushed out by ``max_old_epochs``
+   more recently active older ones finds its epoch stale and must restart (a new epoch). An
+   epoch exactly half the circle away counts as behind.
 3. choice: the source identity is the SSI when the packet carries one, else its source IP
    address; never the UDP port (it is the entropy and changes per packet). The AN is part of the
    key because an AN change resets the epoch and the TSC (F: Counter rules).
 4. F: Receive checks (auth-failure threshold) - choice: failures are counted per datagram source,
    (source address, source port), not per secure domain, so that a forger sending from its own
-   port cannot shut the domain for the genuine sender. A source that reaches the threshold is
-   latched: its datagrams are dropped before any decryption. As in the reference provider, a
-   success does not reset the count.
-5. choice: both tables are LRU-bounded (``max_sources``) so a flood cannot grow memory. Replay
+   port cannot shut the domain for the genuine sender. Neither address nor port is
+   authenticated, so anyone who can spoof them (a raw socket on the host, an on-path observer)
+   can make failures count against the genuine peer's source: a latch that stayed shut, as the
+   reference provider's does, would be a kill switch for them. So, unlike it, the count is of
+   failures since the source's last success, and a success clears it; a source at the threshold
+   is limited, not latched: of its datagrams only one in ``probe`` is decrypted (the rest are
+   dropped before any work), and the first that authenticates clears the limit. What this
+   bounds: a source that never authenticates (a peer with the wrong key, a flood of forgeries
+   from one address and port) costs ``threshold`` decryptions, then one per ``probe``
+   datagrams. What it cannot: a forger who varies the source port or address is never limited
+   (each new source has its own count), and one who sends more than ``threshold`` forgeries
+   between two genuine packets of a source slows that source down (one datagram in ``probe``
+   is tried) until one of its packets is tried and authenticates; it never shuts it out.
+5. choice: both tables are LRU-bounded (``max_sources``) so a flood cannot grow memory (a flood
+   from many sources thereby clears the oldest failure counts, a documented limit). Replay
    state is only created for packets that authenticated, so a forger without the key cannot evict
    a genuine source's windows; more than ``max_sources`` genuine sources would evict the least
    recently heard one (its old packets could then be replayed once), a documented limit.
@@ -85,16 +107,18 @@ class _Source:
 
     def __init__(self, epoch: int) -> None:
         self.newest = epoch
-        self.windows: dict[int, ReplayWindow] = {}
+        # by epoch, least recently active first (rule 2)
+        self.windows: OrderedDict[int, ReplayWindow] = OrderedDict()
 
 
 class ReplayTracker:
     """Replay windows and epoch ages per (SDI, AN, source identity) (rules 1-3, 5)."""
 
-    def __init__(self, *, window: int = 4096, max_epoch_age: int = 16,
+    def __init__(self, *, window: int = 4096, max_epoch_age: int = 16, max_old_epochs: int = 16,
                  max_sources: int = 4096) -> None:
         self.window = window
         self.max_epoch_age = max_epoch_age
+        self.max_old_epochs = max_old_epochs
         self.max_sources = max_sources
         self._sources: OrderedDict[Hashable, _Source] = OrderedDict()
 
@@ -106,10 +130,12 @@ class ReplayTracker:
         src = self._sources.get(key)
         if src is None:
             return ACCEPT
+        win = src.windows.get(epoch)
+        if win is not None:  # a kept window: judged by it alone, whatever the age (rule 2)
+            return win.check(tsc)
         if epoch_behind(src.newest, epoch) > self.max_epoch_age:
             return STALE_EPOCH
-        win = src.windows.get(epoch)
-        return ACCEPT if win is None else win.check(tsc)
+        return ACCEPT
 
     def commit(self, key: Hashable, epoch: int, tsc: int) -> None:
         """Record an authenticated packet that :meth:`check` accepted."""
@@ -120,14 +146,23 @@ class ReplayTracker:
             src = self._sources[key] = _Source(epoch)
         else:
             self._sources.move_to_end(key)
-        if epoch_behind(src.newest, epoch) < 0:
-            src.newest = epoch
-            for e in [e for e in src.windows if epoch_behind(epoch, e) > self.max_epoch_age]:
-                del src.windows[e]
-        win = src.windows.get(epoch)
+        windows = src.windows
+        win = windows.get(epoch)
         if win is None:
-            win = src.windows[epoch] = ReplayWindow(self.window)
+            if epoch_behind(src.newest, epoch) < 0:
+                src.newest = epoch
+                self._let_go(src)
+            win = windows[epoch] = ReplayWindow(self.window)
+        else:
+            windows.move_to_end(epoch)
         win.commit(tsc)
+
+    def _let_go(self, src: _Source) -> None:
+        """Rule 2: of the windows older than the age, keep the most recently active few."""
+        newest, age = src.newest, self.max_epoch_age
+        old = [e for e in src.windows if not 0 <= epoch_behind(newest, e) <= age]
+        for e in old[:max(0, len(old) - self.max_old_epochs)]:
+            del src.windows[e]
 
     def snapshot(self) -> dict[Hashable, tuple[int, dict[int, tuple[int, int]]]]:
         """A comparable copy of the whole state (for tests: a dropped packet changes nothing)."""
@@ -135,28 +170,49 @@ class ReplayTracker:
                 for k, s in self._sources.items()}
 
 
-class FailureLatch:
-    """Authentication failures per datagram source, latched at a threshold (rules 4, 5)."""
+class FailureLimiter:
+    """Authentication failures per datagram source since its last success, and the limit they
+    lead to (rules 4, 5)."""
 
-    def __init__(self, *, threshold: int = 1000, max_sources: int = 4096) -> None:
+    def __init__(self, *, threshold: int = 1000, probe: int = 16, max_sources: int = 4096) -> None:
         self.threshold = threshold
+        self.probe = probe
         self.max_sources = max_sources
-        self._fails: OrderedDict[Hashable, int] = OrderedDict()
+        # per source: failures since its last success, plus datagrams skipped while limited
+        self._count: OrderedDict[Hashable, int] = OrderedDict()
 
-    def latched(self, source: Hashable) -> bool:
-        return self._fails.get(source, 0) >= self.threshold
+    def __len__(self) -> int:
+        return len(self._count)
+
+    def limited(self, source: Hashable) -> bool:
+        return self._count.get(source, 0) >= self.threshold
 
     def failures(self, source: Hashable) -> int:
-        return self._fails.get(source, 0)
+        """Failures and skipped datagrams since the source's last success."""
+        return self._count.get(source, 0)
 
-    def record_failure(self, source: Hashable) -> bool:
-        """Count one failure; True when this one latched the source."""
-        n = self._fails.pop(source, 0) + 1
-        if len(self._fails) >= self.max_sources:
-            self._fails.popitem(last=False)
-        self._fails[source] = n
-        return n == self.threshold
+    def allow(self, source: Hashable) -> bool:
+        """Whether to try a datagram from ``source``; False counts it as skipped. A limited
+        source is tried on every ``probe``-th datagram: the count moves on with each skip and
+        each failure, and stays put on a try that ends neither way, so tries are at most one in
+        ``probe`` datagrams."""
+        n = self._count.get(source, 0)
+        if n < self.threshold or (n - self.threshold) % self.probe == 0:
+            return True
+        self._count[source] = n + 1
+        return False
+
+    def record_failure(self, source: Hashable) -> None:
+        count = self._count
+        n = count.pop(source, 0) + 1
+        if len(count) >= self.max_sources:
+            count.popitem(last=False)
+        count[source] = n
+
+    def record_success(self, source: Hashable) -> None:
+        if self._count:  # the common case, nothing ever failed, costs one test
+            self._count.pop(source, None)
 
 
-__all__ = ["ACCEPT", "REPLAY", "STALE_EPOCH", "TOO_OLD", "FailureLatch", "ReplayTracker",
+__all__ = ["ACCEPT", "REPLAY", "STALE_EPOCH", "TOO_OLD", "FailureLimiter", "ReplayTracker",
            "ReplayWindow", "epoch_behind"]
