@@ -1,6 +1,6 @@
 """Targets for the conformance tests: the reference endpoint (``uet recv`` as a subprocess, or
-the same live endpoint in-process on a thread, which monkeypatches of its core can break), and
-bad UDP peers that never answer, answer garbage or flood."""
+the same live endpoint in-process on a thread, which monkeypatches of its core can break, such as
+:func:`answer_to_source_port`), and bad UDP peers that never answer, answer garbage or flood."""
 
 from __future__ import annotations
 
@@ -101,11 +101,26 @@ class ThreadTarget:
         assert self.error is None, self.error
 
 
+def answer_to_source_port(monkeypatch) -> None:
+    """The rule A.1 replaced: every answer of the in-process target leaves from its UET port to
+    the request's source port (the initiator's EV), its trailer made for those ports, as this
+    project did before issue 26 (and as the reference provider drops)."""
+    from uet.io.engine import SocketEngine
+    from uet.pds import DatagramMeta, seal
+
+    def old_rule(self, data, meta):
+        m2 = DatagramMeta(meta.src, meta.dst, self.uet_sock.port, meta.sport, meta.ecn, meta.dscp)
+        return seal((data[:-4],), m2), m2, self.uet_sock
+
+    monkeypatch.setattr(SocketEngine, "_ev_sock", lambda self, src, port: None)
+    monkeypatch.setattr(SocketEngine, "_renat", old_rule)
+
+
 class UdpTarget:
-    """A plain UDP socket on 127.0.0.1 that ``behaviour`` answers from: "silent" (never reads),
-    "garbage" (random bytes back for each datagram) or "flood" (thousands of datagrams back for
-    each one: valid UET NACKs with a correct trailer, so that the suite sees a target that does
-    answer, and far too much)."""
+    """A plain UDP socket on 127.0.0.1 that ``behaviour`` answers from, to the UET port of the
+    sender's address (A.1): "silent" (never reads), "garbage" (random bytes back for each
+    datagram) or "flood" (thousands of datagrams back for each one: valid UET NACKs with a
+    correct trailer, so that the suite sees a target that does answer, and far too much)."""
 
     def __init__(self, behaviour: str):
         self.behaviour = behaviour
@@ -128,6 +143,7 @@ class UdpTarget:
                 continue
             except OSError:
                 return
+            src = (src[0], self.addr[1])  # A.1: answers go to the UET port
             try:
                 if self.behaviour == "garbage":
                     for _ in range(3):

@@ -11,8 +11,10 @@ Rules:
 
 1. choice (AAD in UDP mode; F: AAD gives the native-IP rule only, H.2): ``aad="addresses"``
    (default) authenticates the IP source and destination addresses (4 + 4 or 16 + 16 bytes) and
-   then the security header up to the confidentiality offset. No UDP ports: the live relay
-   rewrites them as a NAT does, and the source port is only the entropy. ``"header"`` covers the
+   then the security header up to the confidentiality offset. No UDP ports: the source port is
+   only the entropy (an answer copies it, A.1; the live relay remaps it when two senders share
+   one). The live relay rewrites the addresses, so ``uet demo --tss`` uses ``"header"`` with an
+   SSI through it (uet.demo.command.through_relay). ``"header"`` covers the
    security header alone; it survives address rewriting only when the sender also sends an SSI,
    because without one F puts the source address into the IV (and cluster mode into the KDF).
    ``"entropy"`` puts a 4-byte entropy header built from the UDP source port (entropy(16),
