@@ -197,7 +197,7 @@ static uint32_t udp_seed(const uint8_t *src, const uint8_t *dst, uint16_t sport,
 /* Target.send_ack (A2-A4) of uet/pds/target.py for a PDC whose ACKs the lane may build (its
  * ``ack_quick``: an ACK_CC with cc_type 0, no receiver penalty, no credit, no CSIG reflection,
  * no stored response): the SACK base tracker (A3), the ACK_CC bytes, the trailer of the answer's
- * context (A4: from the request's destination to its source). */
+ * context (A4: from the request's destination to its source, the ports as the request had them). */
 static void build_ack(uet_rx_ep *ep, uet_rx_pdc *p, uint32_t psn, int retx, int ce,
                       const uint8_t *src, const uint8_t *dst, uint16_t sport, uint16_t dport,
                       uet_rx_ack *ack)
@@ -232,7 +232,8 @@ static void build_ack(uet_rx_ep *ep, uet_rx_pdc *p, uint32_t psn, int retx, int 
     put_field(out, L->sack_bitmap, uet_psnwin_sack(p->win, sb));
     put_field(out, L->rcvd_bytes, (uint64_t)p->rcvd_bytes & 0xFFFFFF);
     put_field(out, L->ooo_count, (uint64_t)p->ooo_count & 0xFFFF);
-    uint32_t crc = uet_crc32c(udp_seed(dst, src, dport, sport, UDP_HEADER_LEN + size + TRAILER_LEN),
+    /* A4, A.1: the answer swaps the addresses and keeps the ports (to the UET port, from the EV) */
+    uint32_t crc = uet_crc32c(udp_seed(dst, src, sport, dport, UDP_HEADER_LEN + size + TRAILER_LEN),
                               out, size);
     out[size] = (uint8_t)(crc >> 24);
     out[size + 1] = (uint8_t)(crc >> 16);

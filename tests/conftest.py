@@ -32,3 +32,45 @@ def decode_json(tmp_path, capsys):
         return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
     return run
+
+
+def _can_bind_v6(addr: str) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind((addr, 0))
+        except OSError:
+            return False
+    return True
+
+
+def _ensure_v6(addr: str) -> str:
+    """``addr`` on lo (uet-facts A.1: every endpoint receives on its own address at the UET port,
+    and IPv6 loopback has only ::1): added as root with ``ip -6 addr add ADDR/128 dev lo`` when
+    missing, and left there (other tests may be using it); skips otherwise."""
+    import subprocess
+    import time
+
+    if not _can_bind_v6(addr) and os.geteuid() == 0:
+        subprocess.run(["ip", "-6", "addr", "add", f"{addr}/128", "dev", "lo"],
+                       capture_output=True, check=False)
+        for _ in range(50):  # no duplicate address detection on lo; allow a moment all the same
+            if _can_bind_v6(addr):
+                break
+            time.sleep(0.02)
+    if not _can_bind_v6(addr):
+        pytest.skip(f"needs a second IPv6 loopback address (root: ip -6 addr add {addr}/128 dev lo)")
+    return addr
+
+
+@pytest.fixture(scope="session")
+def ipv6_second() -> str:
+    """``::2`` on lo (see :func:`_ensure_v6`)."""
+    return _ensure_v6("::2")
+
+
+@pytest.fixture(scope="session")
+def ipv6_third(ipv6_second) -> str:
+    """``::3`` on lo as well (three endpoints: sender, relay, receiver)."""
+    return _ensure_v6("::3")

@@ -65,7 +65,8 @@ def main(argv=None) -> int:
             s = FabricSimulator(FabricSimConfig(seed=seed, **kw)).run()
             s.pop("flows")
             key = (name, kw["cc"], kw["spray"], "packet" if kw.get("ack_per_packet") else "16KiB")
-            s.update(scenario=name, ack=key[3], setup_and_run_s=round(time.perf_counter() - t0, 3),
+            s.update(scenario=name, ack=key[3], mtu=kw.get("mtu", FabricSimConfig.mtu),
+                     setup_and_run_s=round(time.perf_counter() - t0, 3),
                      packets_per_s=round(s["packets_sent"] / s["wall_time_s"]))
             print(json.dumps(s, separators=(",", ":")), flush=True)
             rows.setdefault(key, []).append(s)

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             fct = {d: v["last_fct_s"] for d, v in r["designs"].items()}
             print(f"bench_compare: {name} seed {seed}: {r['wall_time_s']:.1f} s, last FCT {fct}",
                   file=sys.stderr)
-    out = {"seeds": seeds, "options": opts, "runs": runs,
+    out = {"seeds": seeds, "options": opts, "mtu": Options.mtu, "runs": runs,
            "max_wall_time_s": {n: max(r["wall_time_s"] for r in runs[n].values()) for n in runs}}
     sys.stdout.write(json.dumps(out) + "\n")
     return 0

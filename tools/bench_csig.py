@@ -112,6 +112,7 @@ def main(argv=None) -> int:
                     r = run(matrix, csig=csig, seed=seed, span=args.span,
                             max_window=args.max_window, fraction=args.fraction)
                     r["setup_and_run_s"] = round(time.perf_counter() - t0, 3)
+                    r["mtu"] = FabricSimConfig.mtu  # the simulator's payload per packet
                     print(json.dumps(r, separators=(",", ":")), flush=True)
                     rows.setdefault((size, csig or "none"), []).append(r)
     if args.table:

@@ -77,6 +77,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=3, help="seeds 1..N (default 3)")
     ap.add_argument("--bytes", default="64MiB", help="bytes per run (default 64MiB)")
     ap.add_argument("--timeout", type=float, default=120.0, help="per run, seconds (default 120)")
+    ap.add_argument("--mtu", type=int, default=4096,
+                    help="payload bytes per packet (uet-facts A.1; default 4096; uet demo's own "
+                         "default on loopback is 8192)")
     ap.add_argument("--only", default="", help="run only scenarios whose name starts with this")
     ap.add_argument("--table", action="store_true", help="a table of medians on stderr")
     args = ap.parse_args(argv)
@@ -85,9 +88,10 @@ def main(argv=None) -> int:
         if not name.startswith(args.only):
             continue
         for seed in range(1, args.seeds + 1):
-            s = run(["--bytes", args.bytes, "--seed", str(seed), *extra], args.timeout)
+            s = run(["--bytes", args.bytes, "--seed", str(seed), "--mtu", str(args.mtu), *extra],
+                    args.timeout)
             f = figures(s)
-            print(json.dumps({"scenario": name, "variant": variant, "seed": seed,
+            print(json.dumps({"scenario": name, "variant": variant, "seed": seed, "mtu": args.mtu,
                               "argv": extra, **f, "process_s": s["process_s"],
                               "cc_counters": s.get("cc_counters"),
                               "per_path_data_packets": [p.get("data_packets")

@@ -26,6 +26,11 @@ from uet.fabric.paths import FabricConfig
 from uet.fabric.relay import open_fabric
 
 
+# the sender's own address: the receiver's is 127.0.0.1, and the relay tells answers (from the
+# receiver's address) from requests by their source address (uet.fabric.relay, uet-facts A.1)
+SENDER = "127.0.0.20"
+
+
 def _peer(relay: tuple[str, int], rx_sock: socket.socket, count: int, size: int, window: int,
           flows: int, out: "mp.connection.Connection") -> None:
     from uet.wire.build import uet_bytes
@@ -34,7 +39,7 @@ def _peer(relay: tuple[str, int], rx_sock: socket.socket, count: int, size: int,
     txs = []
     for _ in range(flows):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
+        s.bind((SENDER, 0))
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)  # data: DSCP 0 + ECT(0)
         txs.append(s)
@@ -44,7 +49,7 @@ def _peer(relay: tuple[str, int], rx_sock: socket.socket, count: int, size: int,
                          payload=bytes(max(0, size - 16)))
         ulen = 8 + len(body) + 4
         udp = s.getsockname()[1].to_bytes(2, "big") + relay[1].to_bytes(2, "big") + ulen.to_bytes(2, "big") + b"\0\0"
-        pkts.append(with_trailer(CrcContext(socket.inet_aton("127.0.0.1"), socket.inet_aton(relay[0]), udp), body))
+        pkts.append(with_trailer(CrcContext(socket.inet_aton(SENDER), socket.inet_aton(relay[0]), udp), body))
     rx_sock.setblocking(False)
     sent = got = 0
     t0 = time.perf_counter()
@@ -119,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     med = statistics.median(r["dps"] for r in runs)
     dmed = statistics.median(r["dps"] for r in direct)
     cpu = statistics.median(r["relay_cpu_us"] for r in runs)
-    print(json.dumps({"size": a.size, "count": a.count, "window": a.window, "flows": a.flows,
+    # the relay's FabricConfig.mtu: None, no limit (uet fabric's --mtu drops longer datagrams)
+    print(json.dumps({"size": a.size, "mtu": FabricConfig().mtu, "count": a.count,
+                      "window": a.window, "flows": a.flows,
                       "datagrams_per_s": round(med), "MB_per_s": round(med * a.size / 1e6, 1),
                       "direct_datagrams_per_s": round(dmed), "relay_vs_direct": round(med / dmed, 3),
                       "relay_cpu_us_per_datagram": round(cpu, 2),

@@ -110,7 +110,7 @@ def worker_uet_recv(args: argparse.Namespace) -> None:
 
     async def main() -> dict:
         c0 = _cpu()
-        async with open_endpoint(("127.0.0.1", 0), paths=1,
+        async with open_endpoint(("127.0.0.1", 0), paths=1, mtu=args.mtu,
                                  security=_security(args, "server", 2)) as ep:
             _emit({"port": ep.port})
             with trio.fail_after(args.timeout):
@@ -137,7 +137,7 @@ def worker_uet_send(args: argparse.Namespace) -> None:
 
     async def main() -> dict:
         c0 = _cpu()
-        async with open_endpoint(None, paths=args.paths, peer="127.0.0.1",
+        async with open_endpoint(None, paths=args.paths, peer="127.0.0.1", mtu=args.mtu,
                                  peer_port=args.port, security=_security(args, "client", 1)) as ep:
             with trio.fail_after(args.timeout):
                 await ep.send("127.0.0.1", data)
@@ -356,7 +356,8 @@ def _med(xs: list[float]) -> float | None:
 def _uet_run(a: argparse.Namespace, tss: bool) -> dict[str, Any]:
     """One transfer between fresh ``uet-recv`` and ``uet-send`` workers (``tss``: protected)."""
     rx, tx, cpu_all = _pair("uet-recv", "uet-send", ["--bytes", str(a.bytes), "--paths",
-                                                     str(a.paths), "--timeout", str(a.timeout)]
+                                                     str(a.paths), "--timeout", str(a.timeout),
+                                                     "--mtu", str(a.mtu)]
                             + (["--tss"] if tss else []), a.timeout)
     cpu = rx["cpu_s"] + tx["cpu_s"]
     return {"ok": rx["sha256"] == tx["sha256"] and rx["bytes"] == a.bytes,
@@ -459,10 +460,11 @@ def bench_blast(a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _demo(nbytes: int, paths: int, seed: int, loss: float, trim: float, timeout: float) -> dict:
+def _demo(nbytes: int, paths: int, seed: int, loss: float, trim: float, timeout: float,
+          mtu: int) -> dict:
     cmd = [sys.executable, "-m", "uet.demo", "--json", "--quiet", "--bytes", str(nbytes), "--paths",
            str(paths), "--rate", "100", "--loss", repr(loss), "--trim", repr(trim), "--seed",
-           str(seed), "--timeout", str(timeout)]
+           str(seed), "--timeout", str(timeout), "--mtu", str(mtu)]
     r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=timeout + 60, cwd=ROOT)
     if not r.stdout.strip():
         raise RuntimeError(f"uet demo failed: {r.stderr[-2000:]}")
@@ -477,7 +479,7 @@ def bench_fabric(a: argparse.Namespace) -> dict[str, Any]:
                        "4 paths at 100 Gb/s each (no model queueing)",
         "bytes": a.fabric_bytes, "paths": a.paths}
     for name, loss, trim in (("lossless", 0.0, 0.0), ("lossy", 0.01, 0.05)):
-        runs = [_demo(a.fabric_bytes, a.paths, seed, loss, trim, a.timeout)
+        runs = [_demo(a.fabric_bytes, a.paths, seed, loss, trim, a.timeout, a.mtu)
                 for seed in range(1, a.repeat + 1)]
         out[name] = {"loss": loss, "trim": trim, "ok": all(r["ok"] for r in runs),
                      "goodput_MBps_median": _med([r["goodput_MBps"] for r in runs]),
@@ -518,6 +520,10 @@ def main() -> int:
     ap.add_argument("--fabric-bytes", type=_size, default=64 << 20,
                     help="transfer size through the fabric (default 64MiB)")
     ap.add_argument("--timeout", type=float, default=120.0, help="per uet run, seconds")
+    ap.add_argument("--mtu", type=int, default=4096,
+                    help="uet's payload bytes per packet (uet-facts A.1; default 4096, the size the "
+                         "README's figures were measured at; uet send's own default on loopback "
+                         "is 8192)")
     ap.add_argument("--quic-timeout", type=float, default=300.0, help="per aioquic run, seconds")
     ap.add_argument("--no-install", action="store_true", help="do not pip-install aioquic")
     ap.add_argument("--skip", action="append", default=[],
@@ -539,7 +545,7 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in os.getloadavg()],
                     "python": sys.version.split()[0], "native_backend": native.BACKEND,
                     "socket_batches": _batch_backend()},
-        "repeat": a.repeat, "bytes": a.bytes, "tree": _tree()}
+        "repeat": a.repeat, "bytes": a.bytes, "mtu": a.mtu, "tree": _tree()}
     t0 = time.time()
     if "uet_tss" in a.skip:
         if "uet" not in a.skip:

@@ -27,9 +27,11 @@ def _cmd(*args: str) -> list[str]:
     return [sys.executable, "-c", RUN, *args]
 
 
-def one_run(nbytes: str, paths: int, mode: str, extra: list[str], timeout: float) -> dict:
+def one_run(nbytes: str, paths: int, mode: str, extra: list[str], timeout: float,
+            mtu: int) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    rx = subprocess.Popen(_cmd("recv", "--bind", "127.0.0.1:0", "--count", "1", "--json", "--quiet"),
+    rx = subprocess.Popen(_cmd("recv", "--bind", "127.0.0.1:0", "--count", "1", "--json", "--quiet",
+                               "--mtu", str(mtu)),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = rx.stderr.readline()
@@ -37,7 +39,8 @@ def one_run(nbytes: str, paths: int, mode: str, extra: list[str], timeout: float
             raise RuntimeError(f"receiver did not start: {line!r}")
         addr = line.rsplit(" ", 1)[1].strip()
         tx = subprocess.run(_cmd("send", "--to", addr, "--bytes", nbytes, "--paths", str(paths),
-                                 "--mode", mode, "--json", "--timeout", str(timeout), *extra),
+                                 "--mode", mode, "--json", "--timeout", str(timeout), "--mtu",
+                                 str(mtu), *extra),
                             capture_output=True, text=True, env=env, timeout=timeout + 30)
         res = json.loads(tx.stdout)
         out, _ = rx.communicate(timeout=30)
@@ -59,16 +62,20 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--window", default=None)
+    ap.add_argument("--mtu", type=int, default=4096,
+                    help="payload bytes per packet, both ends (uet-facts A.1; default 4096; uet "
+                         "send's own default on loopback is 8192)")
     args = ap.parse_args()
     extra = ["--window", args.window] if args.window else []
     runs = []
     for _ in range(args.runs):
-        runs.append(one_run(args.bytes, args.paths, args.mode, extra, args.timeout))
+        runs.append(one_run(args.bytes, args.paths, args.mode, extra, args.timeout, args.mtu))
         time.sleep(0.2)
     good = [r["goodput_MBps"] for r in runs]
     summary = {
         "benchmark": "live loopback, uet send -> uet recv, separate processes",
-        "bytes": runs[0]["bytes"], "paths": args.paths, "mode": args.mode, "runs": len(runs),
+        "bytes": runs[0]["bytes"], "paths": args.paths, "mode": args.mode, "mtu": args.mtu,
+        "runs": len(runs),
         "ok": all(r["ok"] and r["receiver_sha256_ok"] for r in runs),
         "goodput_MBps_median": statistics.median(good),
         "goodput_MBps": good,

@@ -222,6 +222,17 @@ def _add_analyze(sub: Any) -> None:
                     help="print a ladder diagram of one PDC: its index in the report (1, 2 ...) "
                          "or ADDR:PDCID of either end")
     an.add_argument("--svg", metavar="OUT.svg", help="with --ladder: also write it as SVG")
+    an.add_argument("--refprov", action="store_true",
+                    help="also judge every frame by the UEC reference provider's receive rules "
+                         "(uet-facts A.1, A.3): sent to the UET port (the first --port, default "
+                         "4793), DF and no IP fragments, only the SES headers it parses, the CRC "
+                         "trailer with UDP checksum 0, each answer from its request's EV; "
+                         "docs/interop.md")
+    an.add_argument("--max-payload", type=cliargs.byte_count(1, 65535, "a payload size"),
+                    metavar="N",
+                    help="with --refprov: the fabric's payload per packet (the reference's "
+                         "UET_MAX_PAYLOAD: 1024, 2048, 4096 or 8192); a request carrying more "
+                         "is reported")
     add_capture_key(an)
     an.set_defaults(func=_cmd_analyze)
 

@@ -208,6 +208,9 @@ message_size = byte_count(1, MAX_MESSAGE_BYTES,
 window = byte_count(1, MAX_BYTES, "a window in bytes from 1 to 1TiB, such as 64k or 1MiB")
 mtu = integer(1, MAX_MTU, f"payload bytes per packet from 1 to {MAX_MTU} (a 14-bit payload "
                           "length), e.g. 4096")
+MIN_PAYLOAD = 256              # uet.mtu.MIN_PAYLOAD: the live commands' --mtu floor
+payload_mtu = integer(MIN_PAYLOAD, MAX_MTU, f"payload bytes per packet from {MIN_PAYLOAD} to "
+                                            f"{MAX_MTU}, e.g. 1024, 2048, 4096 or 8192")
 paths = integer(1, MAX_PATHS, f"a number of paths from 1 to {MAX_PATHS}, e.g. 4")
 sockets = integer(1, MAX_PATHS, f"a number of entropy sockets from 1 to {MAX_PATHS}, e.g. 8")
 messages = integer(1, MAX_MESSAGES, f"a number of messages from 1 to {MAX_MESSAGES}, e.g. 8")
@@ -269,6 +272,46 @@ def fail_spec(s: str) -> tuple[int, float]:
     if not (0 <= path < MAX_PATHS and math.isfinite(at) and 0.0 <= at <= MAX_US):
         raise _bad(s, what)
     return path, at
+
+
+# --- payload per packet and SES headers (uet-facts A.1) ------------------------------------------
+
+MTU_HELP = ("payload bytes per packet, from 256 (the reference provider's are 1024, 2048, 4096 "
+            "and 8192); default: the largest of those whose whole datagram fits {where} (1024 "
+            "at MTU 1500, 8192 at 9000 and on loopback); no IP fragments: a datagram that does "
+            "not fit stops the command (exit 2)")
+SES_HEADER_HELP = ("SES request headers: auto (small and medium headers for messages that fit "
+                   "one packet, the default) or standard (next_hdr 3 only, and no small response "
+                   "with data: what the reference provider parses, A.1)")
+
+
+def add_mtu_argument(p: Any, *, where: str = "the MTU of the interface the route to the peer "
+                                              "uses") -> None:
+    """``--mtu N`` of a live command (default None: :func:`resolve_mtu`)."""
+    p.add_argument("--mtu", type=payload_mtu, default=None, metavar="N",
+                   help=MTU_HELP.format(where=where))
+
+
+def add_ses_header_argument(p: Any) -> None:
+    p.add_argument("--ses-header", choices=("auto", "standard"), default="auto",
+                   help=SES_HEADER_HELP)
+
+
+def resolve_mtu(given: int | None, *, peer: str | None = None, bind: str | None = None,
+                tss: bool = False, csig: bool = False) -> int:
+    """``--mtu`` as given, else the default of uet.mtu (the route towards ``peer``, or the
+    interface of ``bind``); UsageError (exit 2, one line) when neither tells."""
+    if given is not None:
+        return given
+    from .mtu import MtuError, default_payload
+
+    try:
+        return default_payload(peer=peer, bind=bind, tss=tss, csig=csig)[0]
+    except MtuError as exc:
+        raise UsageError(str(exc), hint=False) from None
+    except OSError as exc:
+        raise UsageError(f"cannot find the route to {peer or bind}: {exc.strerror or exc}; "
+                         "give --mtu N", hint=False) from None
 
 
 # --- addresses and names ------------------------------------------------------------------------

@@ -100,3 +100,29 @@ def test_k2_a_trimmed_frame_decodes_with_the_key_marked_unauthenticated(capture,
         assert f["uet"]["pds"]["type_name"] == "RUD_REQ"
         assert any("without being authenticated" in p for p in f["problems"])
     assert all(f["uet"]["tss"]["authenticated"] is True for f in frames if f["ip"]["dscp"] != 11)
+
+
+@pytest.mark.parametrize("width", [16, 32])
+def test_h1_18_the_kdf_length_width_is_chosen_on_both_ends(tmp_path, capsys, width):
+    """``--tss-kdf-l`` (F, H.1 #18): a cluster-mode run made with one width decodes with the
+    same width only (16, the 1.0 reference provider's, is the default)."""
+    path = str(tmp_path / "cluster.pcap")
+    extra = [] if width == 16 else ["--tss-kdf-l", "32"]
+    assert main(["sim", "--bytes", "8k", "--tss", "--tss-mode", "cluster", "--pcap", path,
+                 "--seed", "5", "--json", *extra]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["ok"] is True
+    key = ["--sd-key", path + ".key", "--tss-mode", "cluster"]
+    for decode_width, opens in ((width, True), (48 - width, False)):
+        frames = [f for f in _frames(capsys, *key, "--tss-kdf-l", str(decode_width), path)
+                  if "uet" in f]
+        assert frames and all(f["uet"]["tss"]["decrypted"] is opens for f in frames), decode_width
+    if width == 16:  # the default needs no option
+        assert all(f["uet"]["tss"]["decrypted"] for f in _frames(capsys, *key, path) if "uet" in f)
+
+
+@pytest.mark.parametrize("cmd", [["sim"], ["decode", "x.pcap"], ["analyze", "x.pcap"]])
+def test_h1_18_a_kdf_length_other_than_16_or_32_is_one_line_and_exit_2(cmd, capsys):
+    assert main([*cmd, "--tss-kdf-l", "24"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "--tss-kdf-l" in err[0] and "24" in err[0]

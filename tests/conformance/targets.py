@@ -1,14 +1,13 @@
 """Targets for the conformance tests: the reference endpoint (``uet recv`` as a subprocess, or
-the same live endpoint in-process on a thread, which monkeypatches of its core can break), bad
-UDP peers that never answer, answer garbage or flood, and a relay that contradicts a working
-target's every ACK with a NACK."""
+the same live endpoint in-process on a thread, which monkeypatches of its core can break, such as
+:func:`answer_to_source_port`), bad UDP peers that never answer, answer garbage or flood, and a
+break that contradicts every ACK of the in-process target with a NACK."""
 
 from __future__ import annotations
 
 import os
 import random
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -103,11 +102,26 @@ class ThreadTarget:
         assert self.error is None, self.error
 
 
+def answer_to_source_port(monkeypatch) -> None:
+    """The rule A.1 replaced: every answer of the in-process target leaves from its UET port to
+    the request's source port (the initiator's EV), its trailer made for those ports, as this
+    project did before issue 26 (and as the reference provider drops)."""
+    from uet.io.engine import SocketEngine
+    from uet.pds import DatagramMeta, seal
+
+    def old_rule(self, data, meta):
+        m2 = DatagramMeta(meta.src, meta.dst, self.uet_sock.port, meta.sport, meta.ecn, meta.dscp)
+        return seal((data[:-4],), m2), m2, self.uet_sock
+
+    monkeypatch.setattr(SocketEngine, "_ev_sock", lambda self, src, port: None)
+    monkeypatch.setattr(SocketEngine, "_renat", old_rule)
+
+
 class UdpTarget:
-    """A plain UDP socket on 127.0.0.1 that ``behaviour`` answers from: "silent" (never reads),
-    "garbage" (random bytes back for each datagram) or "flood" (thousands of datagrams back for
-    each one: valid UET NACKs with a correct trailer, so that the suite sees a target that does
-    answer, and far too much)."""
+    """A plain UDP socket on 127.0.0.1 that ``behaviour`` answers from, to the UET port of the
+    sender's address (A.1): "silent" (never reads), "garbage" (random bytes back for each
+    datagram) or "flood" (thousands of datagrams back for each one: valid UET NACKs with a
+    correct trailer, so that the suite sees a target that does answer, and far too much)."""
 
     def __init__(self, behaviour: str):
         self.behaviour = behaviour
@@ -130,6 +144,7 @@ class UdpTarget:
                 continue
             except OSError:
                 return
+            src = (src[0], self.addr[1])  # A.1: answers go to the UET port
             try:
                 if self.behaviour == "garbage":
                     for _ in range(3):
@@ -160,94 +175,30 @@ class UdpTarget:
         self.sock.close()
 
 
-class AckThenNack:
-    """A target that contradicts itself: a UDP relay in front of ``backend`` (a working target,
-    e.g. ``uet recv``) that passes every datagram both ways, trailer resealed for its own
-    5-tuples (A.3) and TOS kept, and after each ACK it relays sends a NACK NO_RESOURCE of that
-    ACK's ACK_PSN from the same PDC (issue 25 item 6: C.5 says an ACKed PSN is never NACKed).
-    One back socket per client port: the backend answers each to the port a request came from.
-    ``contradict=False``: the relay alone (the control)."""
+def ack_then_nack(monkeypatch) -> None:
+    """A target that contradicts itself (issue 25 item 6): after every ACK the in-process target
+    sends (not a probe's, B.7) comes a NACK NO_RESOURCE of that ACK's ACK_PSN from the same PDC,
+    ports and DSCP, its trailer sealed for them; C.5 says an ACKed PSN is never NACKed."""
+    from uet.io.engine import SocketEngine
+    from uet.pds import seal
+    from uet.wire.build import uet_bytes
+    from uet.wire.packet import decode_uet
 
-    NACK_CODE = 0x0A   # NO_RESOURCE (B.11)
+    orig = SocketEngine._send_batch
 
-    def __init__(self, backend: tuple[str, int], *, contradict: bool = True):
-        self.backend = backend
-        self.contradict = contradict
-        self.front = self._socket()
-        self.addr = self.front.getsockname()
-        self.backs: dict[tuple, socket.socket] = {}      # client -> its back socket
-        self.clients: dict[socket.socket, tuple] = {}    # back socket -> client
-        self.stop_flag = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
+    def contradicting(self, out, start=0):
+        more = []
+        for data, meta in out[start:]:
+            more.append((data, meta))
+            pds = decode_uet(data, None, trailer="none").layer.get("pds") or {}
+            if pds.get("type") in (7, 8, 9) and not pds.get("p"):
+                nack = uet_bytes({"type": 10, "nack_code": ACK_THEN_NACK_CODE,
+                                  "nack_psn": pds["ack_psn"], "spdcid": pds["spdcid"],
+                                  "dpdcid": pds["dpdcid"]})
+                more.append((seal((nack,), meta), meta))
+        return orig(self, more)
 
-    @staticmethod
-    def _socket() -> socket.socket:
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
-        s.setsockopt(socket.IPPROTO_IP, getattr(socket, "IP_RECVTOS", 13), 1)
-        return s
+    monkeypatch.setattr(SocketEngine, "_send_batch", contradicting)
 
-    @staticmethod
-    def _send(out: socket.socket, data: bytes, tos: int, dst: tuple) -> None:
-        out.sendmsg([data], [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", tos))], 0, dst)
 
-    def _relay(self, data: bytes, tos: int, out: socket.socket, dst: tuple, came: tuple,
-               to: tuple) -> None:
-        """``data`` (from ``came`` to ``to``) sent from ``out`` to ``dst``, its trailer resealed
-        when it verified (a trimmed or damaged one goes as it came)."""
-        from uet.wire.trailer import seal_udp, udp_trailer_ok
-
-        if udp_trailer_ok(data, came[0], to[0], came[1], to[1]):
-            src = out.getsockname()
-            data = seal_udp(data[:-4], src[0], dst[0], src[1], dst[1])
-        self._send(out, data, tos, dst)
-
-    def _contradict(self, data: bytes, client: tuple) -> None:
-        """After an ACK (not a probe's, B.7): the NACK of its ACK_PSN, DSCP 46 as ACKs go."""
-        from uet.wire.build import uet_bytes
-        from uet.wire.packet import decode_uet
-        from uet.wire.trailer import seal_udp
-
-        pds = decode_uet(data, None, trailer="none").layer.get("pds") or {}
-        if pds.get("type") in (7, 8, 9) and not pds.get("p"):
-            nack = uet_bytes({"type": 10, "nack_code": self.NACK_CODE, "nack_psn": pds["ack_psn"],
-                              "spdcid": pds["spdcid"], "dpdcid": pds["dpdcid"]})
-            self._send(self.front, seal_udp(nack, self.addr[0], client[0], self.addr[1],
-                                            client[1]), 46 << 2, client)
-
-    def _serve(self) -> None:
-        import selectors
-
-        sel = selectors.DefaultSelector()
-        sel.register(self.front, selectors.EVENT_READ)
-        while not self.stop_flag.is_set():
-            for key, _ in sel.select(0.05):
-                s = key.fileobj
-                try:
-                    data, anc, _f, src = s.recvmsg(65535, 64)
-                except OSError:
-                    continue
-                tos = next((d[0] for _l, _k, d in anc if d), 0)
-                if s is self.front:
-                    back = self.backs.get(src)
-                    if back is None:
-                        back = self.backs[src] = self._socket()
-                        self.clients[back] = src
-                        sel.register(back, selectors.EVENT_READ)
-                    self._relay(data, tos, back, self.backend, src, self.addr)
-                else:
-                    client = self.clients[s]
-                    self._relay(data, tos, self.front, client, src, s.getsockname())
-                    if self.contradict:
-                        self._contradict(data, client)
-        sel.close()
-
-    def __enter__(self) -> "AckThenNack":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop_flag.set()
-        self.thread.join(5)
-        for s in [self.front, *self.backs.values()]:
-            s.close()
+ACK_THEN_NACK_CODE = 0x0A   # NO_RESOURCE (B.11)

@@ -15,7 +15,7 @@ from uet.pds.packets import AckEncoder
 from uet.pds.recovery import pdiff
 from uet.pds.target import Target
 
-from .targets import MKEY, MKEY_LEN, ThreadTarget
+from .targets import MKEY, MKEY_LEN, ThreadTarget, answer_to_source_port
 
 
 def failing(capsys, target: ThreadTarget) -> tuple[int, set[str], dict]:
@@ -82,6 +82,9 @@ BREAKS = {
     "deliver_duplicates": (deliver_duplicates, {"duplicate_not_redelivered"}),
     "ignore_trims": (ignore_trims, {"trimmed_nack"}),
     "wrong_dpdcid": (wrong_dpdcid, {"syn_establishment"}),
+    # A.1, H.1 #19: the answers read at the request's source port still let every other rule
+    # be judged; only the port rule fails
+    "answer_to_source_port": (answer_to_source_port, {"answers_to_uet_port"}),
 }
 
 
@@ -97,6 +100,10 @@ def test_each_break_is_caught_by_its_check_alone(name, monkeypatch, capsys):
     assert obj["ok"] is False and obj["summary"]["must_failed"] == 1
     detail = next(c["detail"] for c in obj["checks"] if c["name"] in expected)
     assert detail and "internal error" not in detail
+    if name == "answer_to_source_port":
+        c = next(c for c in obj["checks"] if c["name"] == "answers_to_uet_port")
+        assert c["level"] == "must" and c["facts"] == "A.1"
+        assert "not to the UET port" in detail and "(A.1" in detail
 
 
 def test_the_unbroken_in_process_target_fails_nothing(capsys):

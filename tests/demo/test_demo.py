@@ -131,6 +131,25 @@ def test_clean_run(capsys):
     assert "TRIMMED" not in s["nacks"] and s["bad_crc"] == 0
 
 
+@pytest.mark.parametrize("fabric", [True, False])
+def test_summary_prints_each_address_at_the_one_uet_port(capsys, fabric):
+    """A.1: sender, relay and receiver each receive on an address of their own (the first free
+    loopback ones) at one UET port; the summary names them, on stdout and on stderr."""
+    rc, s, err = demo(capsys, "--bytes", "256k", "--loss", "0", "--trim", "0",
+                      *(() if fabric else ("--no-fabric",)))
+    assert_delivered(rc, s, 256 << 10, err)
+    a = s["addresses"]
+    port = s["ports"]["receiver"]
+    assert a["receiver"] == f"127.0.0.1:{port}"
+    assert a["sender"].endswith(f":{port}") and a["sender"] != a["receiver"]
+    if fabric:
+        assert a["fabric"].endswith(f":{port}") and len({*a.values()}) == 3
+        assert s["ports"]["fabric"] == port
+    else:
+        assert a["fabric"] is None
+    assert "addresses" in err and a["sender"] in err
+
+
 # --- counters of the fabric against what the endpoints saw ----------------------------------------
 
 def test_fabric_trims_equal_receiver_trimmed_nacks(capsys):
@@ -156,7 +175,7 @@ def test_capture_decodes_cleanly(capsys, tmp_path):
     assert_delivered(rc, s, MIB, err)
     assert "uet decode --port" in err
     out = subprocess.run([sys.executable, "-m", "uet", "decode", "--json", "--port",
-                          str(s["ports"]["receiver"]), "--port", str(s["ports"]["fabric"]), str(pcap)],
+                          str(s["ports"]["receiver"]), str(pcap)],
                          capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     objs = [json.loads(line) for line in out.stdout.splitlines()]
@@ -319,7 +338,8 @@ def _has_ipv6_loopback() -> bool:
 
 @pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
 @pytest.mark.parametrize("fabric", [True, False])
-def test_ipv6(capsys, fabric):
+def test_ipv6(capsys, fabric, ipv6_third):
+    """Over IPv6 the relay and the sender need ::2 and ::3 (A.1: an address each; added as root)."""
     args = ["--bytes", "1MiB", "--host", "::1", "--loss", "0.01", "--trim", "0.02"]
     rc, s, err = demo(capsys, *(args if fabric else args[:4] + ["--no-fabric"]))
     assert_delivered(rc, s, MIB, err)

@@ -10,7 +10,9 @@ import trio
 from uet.wire.build import uet_bytes
 from uet.wire.trailer import CrcContext, trailer_ok, with_trailer
 
-LO = "127.0.0.1"
+LO = "127.0.0.1"   # the receivers'
+S = "127.0.0.20"   # the senders' (uet-facts A.1: every endpoint an address of its own; the relay
+                   # takes the first free of 127.0.0.2, 127.0.0.3, ...)
 IP_RECVTOS = 13
 
 
@@ -18,8 +20,10 @@ def fam(host: str) -> int:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
-def udp(host: str = LO, tos: int | None = None, rcvbuf: int = 4 << 20) -> socket.socket:
-    """A non-blocking UDP socket on ``host`` that reports the TOS of what it receives."""
+def udp(host: str = LO, tos: int | None = None, rcvbuf: int = 4 << 20,
+        port: int = 0) -> socket.socket:
+    """A non-blocking UDP socket on (``host``, ``port``) that reports the TOS of what it
+    receives."""
     s = socket.socket(fam(host), socket.SOCK_DGRAM)
     if fam(host) == socket.AF_INET6:
         s.setsockopt(socket.IPPROTO_IPV6, 66, 1)  # IPV6_RECVTCLASS
@@ -31,7 +35,7 @@ def udp(host: str = LO, tos: int | None = None, rcvbuf: int = 4 << 20) -> socket
         if tos is not None:
             s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
     s.setsockopt(socket.SOL_SOCKET, 33, rcvbuf)  # SO_RCVBUFFORCE (root)
-    s.bind((host, 0))
+    s.bind((host, port))
     s.setblocking(False)
     return s
 

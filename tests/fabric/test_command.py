@@ -14,7 +14,7 @@ import pytest
 
 from uet.fabric.command import format_table, hostport, main, register
 
-from .helpers import collect, psn_of, request, sealed, udp
+from .helpers import S, collect, psn_of, request, sealed, udp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN = "import sys; from uet.fabric.command import main; sys.exit(main(sys.argv[1:]))"
@@ -64,16 +64,17 @@ def test_format_table_plain_text():
 async def test_serves_traffic_until_sigint_then_reports():
     import trio
 
-    rx, tx = udp(), udp(tos=2)
-    proc = subprocess.Popen([sys.executable, "-c", RUN, "--listen", "127.0.0.1:0", "--to",
+    rx, tx = udp(), udp(S, tos=2)
+    proc = subprocess.Popen([sys.executable, "-c", RUN, "--to",
                              "%s:%d" % rx.getsockname(), "--json", "--interval", "0.1", "--trim", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     try:
         with trio.fail_after(15):
             first = await trio.to_thread.run_sync(proc.stderr.readline)
             assert b"listening on" in first, first
-            port = int(first.split(b"listening on ")[1].split(b",")[0].rsplit(b":", 1)[1])
-            front = ("127.0.0.1", port)
+            host, port = first.split(b"listening on ")[1].split(b",")[0].rsplit(b":", 1)
+            front = (host.decode(), int(port))
+            assert front[1] == rx.getsockname()[1] and front[0] != "127.0.0.1"  # A.1
             for i in range(20):
                 tx.sendto(sealed(request(i, 600), tx.getsockname(), front), front)
             got = await collect(rx, 20)
@@ -92,3 +93,16 @@ async def test_serves_traffic_until_sigint_then_reports():
     assert t["received"] == t["forwarded"] == t["trimmed"] == 20
     assert doc["relay"]["flows"] == 1 and doc["flows"][0]["entropy"] == tx.getsockname()[1]
     assert b"path" in err
+
+
+def test_listen_port_must_be_the_uet_port_and_preserve_entropy_is_accepted(capsys):
+    """A.1: the relay keeps every datagram's UET port, so a --listen port other than --to's is a
+    usage error (one line, exit 2); --preserve-entropy is a documented no-op."""
+    assert main(["--listen", "127.0.0.5:4000", "--to", "127.0.0.1:9", "--duration", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "keeps the UET port, 9" in err and "A.1" in err
+    rc = main(["--to", "127.0.0.1:9", "--duration", "0.05", "--interval", "0", "--json",
+               "--preserve-entropy"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and json.loads(out)["config"]["preserve_entropy"] is True
+    assert "listening on 127.0.0." in err and "listening on 127.0.0.1:" not in err

@@ -20,7 +20,7 @@ from uet.fabric import FabricConfig, open_fabric
 from uet.fabric.command import main
 from uet.fabric.paths import FWD, Link, Releases
 
-from .helpers import LO, ack, collect, crc_ok, psn_of, request, sealed, send_tos, udp
+from .helpers import LO, S, ack, collect, crc_ok, psn_of, request, sealed, send_tos, udp
 from .test_relay import senders_on_every_path
 
 DATA, ACKTOS = 0x02, 46 << 2
@@ -153,6 +153,7 @@ def addr(s):
 @pytest.mark.trio
 async def test_relay_tags_requests_answers_and_trims_and_captures_them(tmp_path):
     rx = udp(tos=ACKTOS)
+    home = udp(S, port=addr(rx)[1])  # A.1: the senders' answers arrive at their UET port
     cfg = FabricConfig(paths=4, seed=3, csig="abw", trim=0.3)
     txs = senders_on_every_path(cfg, per_path=1)
     frames: list[bytes] = []
@@ -168,12 +169,15 @@ async def test_relay_tags_requests_answers_and_trims_and_captures_them(tmp_path)
                     n += 1
             got = await collect(rx, n)
             flows = {f["relay_port"]: f for f in fab.flow_list()}
-            for data, _, src in got:  # answers to every request, from the receiver's socket
+            evs = {}
+            for data, _, src in got:  # answers to every request: from its EV to the UET port
                 bits, body = split(data)
-                send_tos(rx, sealed(ack(psn_of(body)), addr(rx), src), src, ACKTOS)
-            answers = []
-            for tx in txs:
-                answers += [(tx, a) for a in await collect(tx, 6)]
+                ev = evs.get(src[1]) or evs.setdefault(src[1], udp(LO, port=src[1]))
+                back = (src[0], addr(rx)[1])
+                send_tos(ev, sealed(ack(psn_of(body)), addr(ev), back), back, ACKTOS)
+            answers = await collect(home, n)
+            for ev in evs.values():
+                ev.close()
             c = fab.counters()
     trims = 0
     for data, tos, src in got:
@@ -188,9 +192,10 @@ async def test_relay_tags_requests_answers_and_trims_and_captures_them(tmp_path)
             assert tag.d == 0 and crc_ok(body, src, addr(rx))  # the trailer ignores the tag
             assert tag.s == TOP or tag.lm == path  # replaced only by this path's link
     assert trims == c["totals"]["trimmed"] > 0
-    for tx, (data, tos, src) in answers:
+    for data, tos, src in answers:
         bits, body = split(data)
-        assert bits == neutral(ABW) and tos == ACKTOS and crc_ok(body, fab.address, addr(tx))
+        assert src[0] == fab.host and src[1] in paths  # from the relay, the request's EV
+        assert bits == neutral(ABW) and tos == ACKTOS and crc_ok(body, src, addr(home))
     fwd = c["totals"]["fwd"]
     assert sum(p["fwd"]["csig_stamped"] + p["fwd"]["csig_d_set"] for p in c["paths"]) == n
     assert sum(p["rev"]["csig_neutral"] for p in c["paths"]) == n == fwd["received"]
@@ -206,7 +211,7 @@ async def test_relay_tags_requests_answers_and_trims_and_captures_them(tmp_path)
     w.close()
     assert all(f[12:14] == TPID and f[16:18] == b"\x08\x00" for f in frames)
     out = subprocess.run([sys.executable, "-m", "uet", "decode", "--json", "--port", str(addr(rx)[1]),
-                          "--port", str(fab.port), str(pcap)], capture_output=True, text=True,
+                          str(pcap)], capture_output=True, text=True,
                          timeout=60, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     objs = [json.loads(line) for line in out.stdout.splitlines()]
@@ -226,7 +231,7 @@ async def test_relay_tags_requests_answers_and_trims_and_captures_them(tmp_path)
 
 @pytest.mark.trio
 async def test_a_tagged_datagram_from_upstream_keeps_one_tag():
-    rx, tx = udp(), udp(tos=DATA)
+    rx, tx = udp(), udp(S, tos=DATA)
     with trio.fail_after(10):
         async with open_fabric(to=addr(rx), config=FabricConfig(paths=1, csig="delay")) as fab:
             body = sealed(request(7, 500), addr(tx), fab.address)
@@ -242,13 +247,13 @@ async def test_a_tagged_datagram_from_upstream_keeps_one_tag():
 
 @pytest.mark.trio
 async def test_without_csig_nothing_is_tagged():
-    rx, tx = udp(), udp(tos=DATA)
+    rx, tx = udp(), udp(S, tos=DATA)
     with trio.fail_after(10):
         async with open_fabric(to=addr(rx), config=FabricConfig(paths=2)) as fab:
             body = sealed(request(1, 300), addr(tx), fab.address)
             tx.sendto(body, fab.address)
             [(data, _, src)] = await collect(rx, 1)
-            assert fab.entropy_of(src[1]) == addr(tx)[1]  # relay port -> the sender's entropy
+            assert src[1] == fab.entropy_of(src[1]) == addr(tx)[1]  # the EV kept (A.1)
             assert fab.entropy_of(1) == 1
     assert data[:2] != TPID and crc_ok(data, src, addr(rx))
 
@@ -270,7 +275,7 @@ def test_bad_options_exit_2_with_one_line(capsys, argv, needle):
 
 
 def test_csig_and_degrade_options_reach_the_config(capsys):
-    rc = main(["--listen", f"{LO}:0", "--to", f"{LO}:9", "--duration", "0.1", "--interval", "0",
+    rc = main(["--to", f"{LO}:9", "--duration", "0.1", "--interval", "0",
                "--json", "--paths", "4", "--csig", "abw/c", "--degrade-path", "2:0.5",
                "--csig-interval", "250"])
     out, _ = capsys.readouterr()

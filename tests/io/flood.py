@@ -3,7 +3,7 @@ endpoint under test for the CPU as another host would: ``python flood.py HOST PO
 SOURCES [FIRST_SPDCID] [COUNT] [RATE]``.
 
 It sends valid-CRC RUD SYN requests (each a new PDC: its own SPDCID) from SOURCES addresses
-127.0.0.2 ... to HOST:PORT at RATE datagrams a second (default 100,000: about the fastest one
+127.0.1.2 ... (away from the 127.0.0.x addresses the endpoints under test take, uet.ownaddr) to HOST:PORT at RATE datagrams a second (default 100,000: about the fastest one
 Python sender that builds its packets reaches on loopback, issue 11), for at most SECONDS or COUNT
 datagrams. It prints ``flooding`` when its first datagram goes (building them takes a while,
 longer on a loaded machine) and at the end how many it sent. Loopback only: HOST must be a 127/8
@@ -52,9 +52,9 @@ def main(argv: list[str]) -> int:
     socks, pkts = [], []
     for k in range(sources):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind((f"127.0.0.{2 + k}", 0))
+        s.bind((f"127.0.1.{2 + k}", 0))
         socks.append(s)
-        pkts.append(datagrams(f"127.0.0.{2 + k}", s.getsockname()[1], host, port,
+        pkts.append(datagrams(f"127.0.1.{2 + k}", s.getsockname()[1], host, port,
                               first + k * 4096, 4096))
     sent = 0
     print("flooding", flush=True)

@@ -2,7 +2,10 @@
 the schema codecs (uet.wire.build.uet_bytes) and the CRC-32C trailer (uet.wire.trailer), and
 what it receives, decoded with uet.wire.packet.decode_uet and checked against the trailer.
 
-Nothing here uses uet.pds or uet.io: the peer sees the live endpoint only through the wire.
+Nothing here uses uet.pds or uet.io: the peer sees the live endpoint only through the wire. It
+keeps uet-facts A.1 (H.1 #19): it sends from an EV socket (its port is the entropy value) to the
+server's UET port, and receives every answer on the UET port at an address of its own
+(uet.ownaddr: the first free loopback address unless ``local`` names one).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from uet import wire
+from uet.ownaddr import bind_own
 from uet.wire.build import uet_bytes
 from uet.wire.packet import decode_uet
 from uet.wire.trailer import CrcContext, with_trailer
@@ -49,20 +53,34 @@ class Answer:
         return self.pds["type_name"]
 
 
-class Peer:
-    """One UDP socket (its port is the entropy value of everything it sends)."""
+def _udp_socket(addr: str, port: int) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind((addr, port))
+        s.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+    except OSError:
+        s.close()
+        raise
+    return s
 
-    def __init__(self, server: tuple[str, int], local: str = "127.0.0.1"):
+
+class Peer:
+    """An EV socket that sends (its port is the entropy value of everything it sends) and the
+    socket at (own address, the server's UET port) that receives (A.1)."""
+
+    def __init__(self, server: tuple[str, int], local: str | None = None):
         self.server = server
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((local, 0))
-        self.sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
-        self.local, self.sport = self.sock.getsockname()
+        self.uet_port = server[1]
+        self.rsock, self.local = bind_own(lambda a: _udp_socket(a, server[1]), port=server[1],
+                                          local=local, peer=server[0])
+        self.sock = _udp_socket(self.local, 0)
+        self.sport = self.sock.getsockname()[1]
         self.ctx_src = socket.inet_aton(self.local)
         self.ctx_dst = socket.inet_aton(server[0])
 
     def close(self) -> None:
         self.sock.close()
+        self.rsock.close()
 
     # --- building ------------------------------------------------------------------------
     def seal(self, body: bytes) -> bytes:
@@ -118,18 +136,20 @@ class Peer:
         return pkt
 
     def recv(self, timeout: float = 2.0) -> Answer:
-        """The next datagram, decoded; asserts that its CRC-32C trailer verifies."""
-        self.sock.settimeout(timeout)
-        data, anc, _flags, addr = self.sock.recvmsg(65535, 64)
+        """The next datagram at our UET port, decoded; asserts that its CRC-32C trailer
+        verifies."""
+        self.rsock.settimeout(timeout)
+        data, anc, _flags, addr = self.rsock.recvmsg(65535, 64)
         tos = next((d[0] for lvl, kind, d in anc if lvl == socket.IPPROTO_IP and kind == socket.IP_TOS), 0)
         return self._answer(data, tos, addr)
 
     def _answer(self, data: bytes, tos: int, addr: tuple) -> Answer:
-        ctx = CrcContext(socket.inet_aton(addr[0]), self.ctx_src, _udp(addr[1], self.sport, 8 + len(data)))
+        ctx = CrcContext(socket.inet_aton(addr[0]), self.ctx_src,
+                         _udp(addr[1], self.uet_port, 8 + len(data)))
         d = decode_uet(data, ctx, trailer="crc")
         assert d.error is None, d.error
         assert d.layer["crc"]["ok"] is True, f"bad CRC-32C trailer on {d.layer}"
-        return Answer(d.layer, data, tos, addr, self.sport)
+        return Answer(d.layer, data, tos, addr, self.uet_port)
 
     def recv_all(self, quiet: float = 0.3, limit: int = 10000) -> list[Answer]:
         """Every datagram until none arrives for ``quiet`` seconds."""
@@ -164,15 +184,15 @@ async def arecv_all(peer: Peer, quiet: float = 0.3, limit: int = 100000) -> list
     import trio
 
     out: list[Answer] = []
-    peer.sock.setblocking(False)
+    peer.rsock.setblocking(False)
     while len(out) < limit:
         with trio.move_on_after(quiet) as cs:
-            await trio.lowlevel.wait_readable(peer.sock)
+            await trio.lowlevel.wait_readable(peer.rsock)
         if cs.cancelled_caught:
             break
         while len(out) < limit:
             try:
-                data, anc, _f, addr = peer.sock.recvmsg(65535, 64)
+                data, anc, _f, addr = peer.rsock.recvmsg(65535, 64)
             except BlockingIOError:
                 break
             tos = next((d[0] for lvl, kind, d in anc if lvl == socket.IPPROTO_IP and kind == socket.IP_TOS), 0)

@@ -46,7 +46,8 @@ def test_file_moves_intact(tmp_path, mode):
     for key in ("wall_time_s", "goodput_MBps", "packets_sent", "retransmissions", "paths_used"):
         assert key in res
     assert res["paths_used"] == 4
-    assert res["packets_sent"] >= len(data) // 4096
+    assert res["mtu"] == 8192  # A.1: the largest payload that fits loopback's MTU
+    assert res["packets_sent"] >= len(data) // 8192
     assert res["mode"] == mode
     assert code == 0
     rres = one_json(rout)
@@ -144,7 +145,7 @@ def test_send_names_a_target_that_acknowledges_but_never_answers():
     with MuteTarget() as t:
         host, port = t.addr
         r = send("--to", f"{host}:{port}", "--bytes", "64k", "--timeout", "2", "--json",
-                 timeout=30)
+                 "--mtu", "4096", timeout=30)
         took = t.pds.stats["rx_datagrams"]
     assert r.returncode == 3, r.stderr
     res = one_json(r.stdout)
@@ -164,7 +165,7 @@ def test_send_counts_the_acknowledged_messages_before_the_unanswered_one():
     with MuteTarget() as t:
         host, port = t.addr
         r = send("--to", f"{host}:{port}", "--bytes", "64k", "--message-size", "16k",
-                 "--timeout", "2", "--json", timeout=30)
+                 "--timeout", "2", "--json", "--mtu", "4096", timeout=30)
     assert r.returncode == 3, r.stderr
     res = one_json(r.stdout)
     assert res["error"] == ("timed out after 2.0 s: the PDS acknowledged 16384 of 65536 bytes, "

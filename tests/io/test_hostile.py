@@ -24,7 +24,7 @@ from .peer import Peer, fresh_spdcid
 
 pytestmark = pytest.mark.trio
 
-LO, OTHER = "127.0.0.1", "127.0.0.2"
+LO = "127.0.0.1"  # the servers'; the clients and the forgers take addresses of their own (A.1)
 FLOOD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flood.py")
 NACK = {"INV_DPDCID": 0x0E}
 
@@ -65,8 +65,8 @@ def forged_ack(dpdcid: int, cack: int) -> bytes:
 
 
 async def test_forged_ack_from_another_address_does_not_complete_a_send():
-    """Issue 11 item 1: one ACK_CC from 127.0.0.2 with the sender's PDCID and its highest PSN
-    used to make send() report success although the real peer received nothing."""
+    """Issue 11 item 1: one ACK_CC from another address with the sender's PDCID and its highest
+    PSN used to make send() report success although the real peer received nothing."""
     hole = BlackHole()
     try:
         with trio.fail_after(20):
@@ -75,7 +75,8 @@ async def test_forged_ack_from_another_address_does_not_complete_a_send():
                 reqs = await hole.requests(3)
                 pdcid = reqs[0][0]["spdcid"]
                 last = max(r["psn"] for r, _ in reqs)
-                forger = Peer((LO, reqs[0][1][1]), local=OTHER)  # to the sender's entropy port
+                forger = Peer((cli.local, cli.port))  # to the sender's UET port (A.1)
+                assert forger.local not in (LO, cli.local)
                 forger.send(forged_ack(pdcid, last), tos=46 << 2)
                 with trio.move_on_after(1.0) as cs:
                     await cli.wait(h)
@@ -88,7 +89,7 @@ async def test_forged_ack_from_another_address_does_not_complete_a_send():
 
 
 async def test_forged_nack_and_close_from_another_address_leave_a_transfer_intact():
-    """A NACK INV_DPDCID with SPDCID 0 from 127.0.0.2 used to kill a healthy transfer; a forged
+    """A NACK INV_DPDCID with SPDCID 0 from another address used to kill a healthy transfer; a forged
     CLOSE at the target gets PDC_HDR_MISMATCH and changes nothing."""
     data = blob(8 << 20, 1)
     with trio.fail_after(60):
@@ -99,11 +100,11 @@ async def test_forged_nack_and_close_from_another_address_leave_a_transfer_intac
                 await trio.sleep(0.001)
             ini = cli.core.pdcs()[0]
             tgt = srv.core.pdcs()[0]
-            to_cli = Peer((LO, cli.entropy_ports[0]), local=OTHER)
+            to_cli = Peer((cli.local, cli.port))  # to the client's UET port (A.1)
             nack = wire.encode("pds.nack", {"type": 10, "nack_code": NACK["INV_DPDCID"],
                                             "nack_psn": ini.base, "spdcid": 0,
                                             "dpdcid": ini.pdcid})
-            to_srv = Peer((LO, srv.port), local=OTHER)
+            to_srv = Peer((LO, srv.port))
             close = Peer.control(4, ini.next_psn, spdcid=tgt.peer_pdcid, dpdcid=tgt.pdcid)
             for _ in range(20):
                 to_cli.send(nack, tos=46 << 2)
@@ -134,7 +135,7 @@ async def test_huge_claims_beside_a_transfer_keep_receiver_memory_bounded():
     with trio.fail_after(60):
         async with open_endpoint((LO, 0)) as srv, \
                 open_endpoint(None, peer_port=srv.port, paths=4) as cli:
-            hostile = Peer((LO, srv.port), local=OTHER)
+            hostile = Peer((LO, srv.port))
             for i in range(claims):
                 hostile.send(Peer.request(0x50000, spdcid=fresh_spdcid(), start=0x50000,
                                           payload=b"c" * 1000, total=1 << 30, message_id=i + 1))
@@ -265,7 +266,7 @@ async def test_never_finished_messages_do_not_block_other_senders():
     with trio.fail_after(60):
         async with open_endpoint((LO, 0), ses=SesConfig(partial_timeout=1.0), paths=2) as srv, \
                 open_endpoint(None, peer_port=srv.port, paths=4, ses=True) as cli:
-            hostile = Peer((LO, srv.port), local=OTHER)
+            hostile = Peer((LO, srv.port))
             for mid in range(1, 300):
                 hostile.send(Peer.request(0x60000, spdcid=fresh_spdcid(), start=0x60000,
                                           payload=b"p" * 1000, total=1 << 20, message_id=mid))

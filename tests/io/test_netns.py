@@ -3,8 +3,9 @@ pairs, with an ECMP route hashing on L4 ports (net.ipv4.fib_multipath_hash_polic
 the kernel itself spreads the entropy values (UDP source ports) over the paths.
 
 Two details that decide whether the kernel spreads at all (found while building this bed):
-  * the veths get MTU 9000: a 4 KiB-payload datagram fragmented over 1500-byte links has no ports
-    in its later fragments, so the kernel hashes fragments on addresses only (one path);
+  * the veths get MTU 9000, so that the default payload per packet is 8 KiB (uet-facts A.1: the
+    largest of 1024..8192 that fits; datagrams are never fragmented, and a fragment would carry no
+    ports for the kernel's L4 hash);
   * the sender's address lives on its loopback (10.200.0.1/32) and the sockets bind it: recent
     kernels prefer a nexthop whose own source address equals the socket's, so a socket bound to
     a veth address keeps to that veth whatever the hash says.
@@ -110,10 +111,11 @@ def test_ecmp_over_veth_spreads_entropy(two_namespaces, tmp_path):
             rx.wait()
     res = json.loads(tx.stdout)
     assert res["ok"] and res["sha256"] == hashlib.sha256(data).hexdigest()
+    assert res["mtu"] == 8192  # A.1: the largest payload that fits the veths' MTU 9000
     assert out.read_bytes() == data
     carried = {i: _tx_packets(a, f"va{i}") - before[i] for i in range(PATHS)}
     # the kernel's L4 hash put the entropy values on more than one veth (each path that carried
-    # data saw at least a few dozen 4 KiB packets, not just neighbour discovery)
+    # data saw at least a few dozen 8 KiB packets, not just neighbour discovery)
     busy = [i for i, c in carried.items() if c > 50]
     assert len(busy) > 1, carried
-    assert sum(carried.values()) >= n // 4096
+    assert sum(carried.values()) >= n // 8192

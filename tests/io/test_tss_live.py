@@ -105,33 +105,35 @@ def _spoofed(src: tuple[str, int], dst: tuple[str, int], payload: bytes) -> byte
 @pytest.mark.trio
 async def test_f_spoofed_garbage_from_the_peers_address_and_port_does_not_stop_a_transfer():
     """Issue 25 item 3 (uet.tss.replay rule 4; F: Receive checks): 1,500 garbage TSS datagrams
-    spoofed from the receiver's address and port at each of the sender's ports, and from the
-    sender's ports at the receiver, before and during a transfer. Before, the sender latched the
+    spoofed from the receiver's address and each EV at the sender's UET port, and from the
+    sender's address and EVs at the receiver's (A.1), before and during a transfer. Before, the sender latched the
     receiver's source at 1,000 failures and dropped every ACK after it; now the transfer
     completes by hash, the failures are counted and the genuine packets keep authenticating."""
     data = random.Random(4).randbytes(4 << 20)
     rnd = random.Random(5)
     raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
 
-    def garbage(n: int, srv: int, ports: list[int]) -> None:
+    def garbage(n: int, srv: tuple[str, int], cli: tuple[str, int], evs: list[int]) -> None:
+        # A.1: genuine answers come from (the receiver's address, the EV of the request) to the
+        # sender's UET port, and requests from (the sender's address, an EV) to the receiver's
         for i in range(n):
             body = pack_header(sdi=1, an=0, ssi=None, epoch=rnd.randrange(8), tsc=i) \
                 + rnd.randbytes(64)
-            port = ports[i % len(ports)]
-            raw.sendto(_spoofed((LO, srv), (LO, port), body), (LO, 0))  # at the sender
-            raw.sendto(_spoofed((LO, port), (LO, srv), body), (LO, 0))  # at the receiver
+            ev = evs[i % len(evs)]
+            raw.sendto(_spoofed((srv[0], ev), cli, body), (cli[0], 0))  # at the sender
+            raw.sendto(_spoofed((cli[0], ev), srv, body), (srv[0], 0))  # at the receiver
 
     with trio.fail_after(60):
         async with protected_pair(5) as (srv, cli):
-            ports = cli.entropy_ports
-            garbage(1500, srv.port, ports)
+            evs, at_srv, at_cli = cli.entropy_ports, srv.address, cli.address
+            garbage(1500, at_srv, at_cli, evs)
             for _ in range(1000):  # until the endpoints have read them (bounded)
                 if min(cli.stats["tss_auth_failed"], srv.stats["tss_auth_failed"]) >= 1000:
                     break
                 await trio.sleep(0.01)
             h = cli.send_nowait(LO, data)
             for _ in range(20):  # and more during the transfer
-                garbage(50, srv.port, ports)
+                garbage(50, at_srv, at_cli, evs)
                 await trio.sleep(0)
             res = await cli.wait(h)
             got = await _delivered(srv)
@@ -191,12 +193,12 @@ def test_a_failed_send_says_what_came_back_and_why_it_was_dropped(tmp_path):
             except socket.timeout:
                 continue
             sock.sendto(pack_header(sdi=1, an=0, ssi=None, epoch=0, tsc=answered[0])
-                        + rnd.randbytes(64), src)
+                        + rnd.randbytes(64), (src[0], port))  # A.1: to the sender's UET port
             answered[0] += 1
 
+    port = sock.getsockname()[1]
     t = threading.Thread(target=answer, daemon=True)
     t.start()
-    port = sock.getsockname()[1]
     try:
         p = subprocess.run(uet_cmd("send", "--to", f"{LO}:{port}", "--bytes",
                                    "64k", "--sd-key", path, "--json"),

@@ -37,9 +37,9 @@ def establish(peer: Peer, payload: bytes = b"hello uet", start: int = START) -> 
 
 
 def check_answer_envelope(a, peer: Peer, server) -> None:
-    """A.4 / C.5 answers leave from the UET port to the request's source (entropy) port, with
-    DSCP 46 and Not-ECT."""
-    assert a.src == server
+    """A.1, H.1 #19: answers go to our UET port (the server's) from the request's EV, with DSCP
+    46 and Not-ECT."""
+    assert a.src == (server[0], peer.sport) and a.dst_port == server[1]
     assert a.tos == ACK_TOS
 
 

@@ -63,20 +63,21 @@ def control(ctl: int, psn: int, *, syn: bool = False, start: int = S, dpdcid: in
 
 def ack_to(ep_pdcid: int, cack: int, *, spdcid: int = 99, ack_psn: int | None = None, mpr: int = 8,
            sack_base: int | None = None, bitmap: int = 0, m: bool = False, req: int = 0,
-           dport: int = EV) -> tuple[bytes, DatagramMeta]:
-    """An ACK_CC from the target (B) to the initiator (A) PDC ``ep_pdcid``."""
+           ev: int = EV) -> tuple[bytes, DatagramMeta]:
+    """An ACK_CC from the target (B) to the initiator (A) PDC ``ep_pdcid``: from the EV ``ev`` it
+    answers to the UET port (A.1)."""
     f = {"type": 8, "m": m, "req": req, "ack_psn_offset": (ack_psn - cack) if ack_psn is not None else 0,
          "cack_psn": cack, "spdcid": spdcid, "dpdcid": ep_pdcid, "cc_type": 0, "mpr": mpr,
          "sack_psn_offset": (sack_base - cack) if sack_base is not None else 0, "sack_bitmap": bitmap}
-    meta = DatagramMeta(B, A, PORT, dport, 0, 46)
+    meta = DatagramMeta(B, A, ev, PORT, 0, 46)
     return seal((wire.encode("pds.ack_cc", f),), meta), meta
 
 
 def nack_to(ep_pdcid: int, psn: int, code: int, *, spdcid: int = 99, payload: int = 0,
-            dport: int = EV) -> tuple[bytes, DatagramMeta]:
+            ev: int = EV) -> tuple[bytes, DatagramMeta]:
     f = {"type": 10, "nack_code": code, "nack_psn": psn, "spdcid": spdcid, "dpdcid": ep_pdcid,
          "payload": payload}
-    meta = DatagramMeta(B, A, PORT, dport, 0, 46)
+    meta = DatagramMeta(B, A, ev, PORT, 0, 46)
     return seal((wire.encode("pds.nack", f),), meta), meta
 
 

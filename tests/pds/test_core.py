@@ -31,8 +31,8 @@ def test_c1_syn_creates_pdc_and_acks_with_our_pdcid():
     assert ack["dpdcid"] == SPDCID and ack["spdcid"] != 0
     assert ack["cack_psn"] == S and ack["ack_psn"] == S
     assert ack["mpr"] == 8
-    # A4: back to the request's address and entropy port, from 4793, DSCP 46
-    assert (meta.src, meta.dst, meta.sport, meta.dport, meta.dscp) == (B, A, PORT, EV, 46)
+    # A4 (A.1, H.1 #19): back to the request's address at the UET port, from its EV, DSCP 46
+    assert (meta.src, meta.dst, meta.sport, meta.dport, meta.dscp) == (B, A, EV, PORT, 46)
     ev = [e for e in events(ep) if isinstance(e, PdcEstablished)]
     assert ev and ev[0].role == "target" and ev[0].peer_pdcid == SPDCID
 
@@ -319,7 +319,7 @@ def test_b11_trimmed_nack_whatever_the_crc():
     n, m = only(out(ep))
     n = n["pds"]
     assert n["nack_code"] == NC["TRIMMED"] == 1 and n["nack_psn"] == S + 1
-    assert n["spdcid"] == pdcid and n["dpdcid"] == SPDCID and m.dport == EV
+    assert n["spdcid"] == pdcid and n["dpdcid"] == SPDCID and (m.sport, m.dport) == (EV, PORT)
     # the trimmed PSN was not recorded: the full copy is accepted
     ep.receive_datagram(data, meta, 0.0)
     assert ep.upper.psns[-1] == S + 1

@@ -9,7 +9,7 @@ from uet.pds.packets import AckEncoder, control_bytes
 from uet.wire.build import uet_bytes
 from uet.wire.enums import CTL_CREDIT, CTL_CREDIT_REQ
 
-from .helpers import B, EV, S, ack_to, control, initiator, meta_in, out, request, send, target
+from .helpers import B, EV, PORT, S, ack_to, control, initiator, meta_in, out, request, send, target
 
 MTU = 4096
 
@@ -121,4 +121,4 @@ def test_q8_credit_req_is_answered_with_control_credit():
                         1e-6)
     (credit, meta), = out(ep, 1e-6)
     assert credit["pds"]["ctl_type"] == CTL_CREDIT and credit["pds"]["payload"] == to_units(MTU)
-    assert meta.dport == EV  # A4: back to where the request came from
+    assert (meta.sport, meta.dport) == (EV, PORT)  # A4: to the UET port, from the request's EV

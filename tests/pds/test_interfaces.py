@@ -137,7 +137,7 @@ def test_on_ce_exactly_when_the_ack_has_m(marks):
     p0 = pkts[0][0]["pds"]
     for i, m in enumerate(marks):
         psn = p0["psn"] + i
-        ep.receive_datagram(*ack_to(p0["spdcid"], psn, ack_psn=psn, m=m, dport=pkts[i][1].sport),
+        ep.receive_datagram(*ack_to(p0["spdcid"], psn, ack_psn=psn, m=m, ev=pkts[i][1].sport),
                             1e-5 * (i + 1))
     assert len(cc.named("ce")) == sum(marks)
     assert [c[2] for c in sel.named("ack")] == marks
@@ -150,7 +150,7 @@ def test_on_nack_gets_the_code():
     send(ep, B, bytes(4096 * 2))
     pkts = out(ep)
     p0 = pkts[0][0]["pds"]
-    ep.receive_datagram(*nack_to(p0["spdcid"], p0["psn"], NC["TRIMMED"], spdcid=0, dport=4242),
+    ep.receive_datagram(*nack_to(p0["spdcid"], p0["psn"], NC["TRIMMED"], spdcid=0, ev=4242),
                         1e-5)
     assert cc.named("nack") == [("nack", NC["TRIMMED"], 4096)]
     assert sel.named("nack") == [("nack", 4242, NC["TRIMMED"])]

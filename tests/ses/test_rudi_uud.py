@@ -42,6 +42,23 @@ def test_b13_rudi_request_response_wire_format():
     assert a.outstanding == 0 and a.get_timer() is None
 
 
+def test_u11_rudi_answers_go_to_the_uet_port_from_the_request_ev():
+    """A.1, H.1 #19: a RUDI response and a RUDI NACK go to the UET port the request went to, with
+    the request's EV in their source port; the initiator credits that EV (its selector)."""
+    a, b = RudiEndpoint("10.0.0.1"), RudiEndpoint("10.0.0.2")
+    a.send_request("10.0.0.2", 3, b"x", 0.0)
+    (_, req_meta), = deliver(a, b)
+    ev, port = req_meta.sport, req_meta.dport
+    assert port == 4793 and ev != port
+    b.respond(b.next_event(), 4, b"RSP")
+    (_, meta), = deliver(b, a)
+    assert (meta.src, meta.dst, meta.sport, meta.dport) == ("10.0.0.2", "10.0.0.1", ev, port)
+    assert isinstance(a.next_event(), RudiResponse)
+    b.nack(req_meta, 7, 0x07)
+    (_, meta), = b.datagrams_to_send()
+    assert (meta.sport, meta.dport, meta.dscp) == (ev, port, 46)
+
+
 def test_c8_rudi_per_packet_rto_then_failure():
     a = RudiEndpoint("10.0.0.1", RudiConfig(rto=1e-3, max_retx=3))
     pid = a.send_request("10.0.0.2", 3, b"x", 0.0)

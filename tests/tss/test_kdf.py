@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from uet.tss.kdf import KDF_OUTPUT_LEN, LABEL_CLUSTER, LABEL_SERVER, derive, kdf_context
 
-from .test_reference import RP_KEY, RP_VECTORS, sp800_108
+from .test_reference import RP10_VECTORS, RP_KEY, RP_VECTORS, sp800_108
 
 KEY = bytes(range(32))
 CTX10 = bytes.fromhex("0003" "00000001" "0a000001")  # epoch 3, rekey 1, 10.0.0.1
@@ -28,13 +28,17 @@ def test_known_answer_every_mode_and_layout(label, ctx):
 
 
 def test_pinned_first_block_matches_the_written_out_construction():
-    # one block by hand: CMAC(K, 0x01 || "U1" || 0x00 || ctx || 0x00000160)
+    # one block by hand: CMAC(K, 0x01 || "U1" || 0x00 || ctx || [352]), [L] in 16 bits by
+    # default and 32 as the choice (H.1 #18)
     from cryptography.hazmat.primitives.ciphers import algorithms
     from cryptography.hazmat.primitives.cmac import CMAC
 
-    c = CMAC(algorithms.AES(KEY))
-    c.update(b"\x01U1\x00" + CTX10 + bytes.fromhex("00000160"))
-    assert derive(KEY, b"U1", CTX10)[:16] == c.finalize()
+    for length_field, kw in ((bytes.fromhex("0160"), {}),
+                             (bytes.fromhex("0160"), {"length_bits": 16}),
+                             (bytes.fromhex("00000160"), {"length_bits": 32})):
+        c = CMAC(algorithms.AES(KEY))
+        c.update(b"\x01U1\x00" + CTX10 + length_field)
+        assert derive(KEY, b"U1", CTX10, **kw)[:16] == c.finalize()
 
 
 def test_output_differs_per_label_and_context():
@@ -50,6 +54,8 @@ def test_output_differs_per_label_and_context():
        ctx=st.binary(min_size=0, max_size=40), n=st.integers(1, 80))
 def test_random_known_answers(key, label, ctx, n):
     assert derive(key, label, ctx, n) == sp800_108(key, label, ctx, n * 8)
+    assert (derive(key, label, ctx, n, length_bits=32)
+            == sp800_108(key, label, ctx, n * 8, length_bits=32))
 
 
 def test_context_layouts():
@@ -73,9 +79,23 @@ def test_derive_refuses_bad_key_and_length():
         derive(b"short", b"U1", CTX10)
     with pytest.raises(ValueError):
         derive(KEY, b"U1", CTX10, 0)
+    with pytest.raises(ValueError):
+        derive(KEY, b"U1", CTX10, length_bits=24)
 
 
-@pytest.mark.parametrize("label,ctx,expect", RP_VECTORS, ids=["v4-U1", "v6-U1", "v4-U2", "v6-U2"])
-def test_reference_provider_known_answers(label, ctx, expect):
-    """The counter-mode core against the answers published with the reference provider."""
-    assert derive(RP_KEY, label, ctx, 32).hex() == expect
+@pytest.mark.parametrize("label,ctx,expect", RP10_VECTORS,
+                         ids=["v4-U1", "v6-U1", "v4-U2", "v6-U2"])
+def test_reference_provider_1_0_answers_with_the_default_16_bit_length(label, ctx, expect):
+    """F, H.1 #18: the 1.0-layout vectors (44 bytes out, the 32-byte key published) with the
+    default width, and not with 32 bits."""
+    assert derive(RP_KEY, label, ctx).hex()[:64] == expect
+    assert derive(RP_KEY, label, ctx, length_bits=16).hex()[:64] == expect
+    assert derive(RP_KEY, label, ctx, length_bits=32).hex()[:64] != expect
+
+
+@pytest.mark.parametrize("label,ctx,expect", RP_VECTORS,
+                         ids=["old-v4-UE1", "old-v6-UE1", "old-v4-UE2", "old-v6-UE2"])
+def test_reference_provider_pre_1_0_answers_with_a_32_bit_length(label, ctx, expect):
+    """F "Older variants": the pre-1.0 vectors (256 bits out) need the 32-bit width."""
+    assert derive(RP_KEY, label, ctx, 32, length_bits=32).hex() == expect
+    assert derive(RP_KEY, label, ctx, 32).hex() != expect

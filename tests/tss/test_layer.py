@@ -30,15 +30,40 @@ def layer(mode="direct", *, epoch=0, sdi=1, ssi=None, role="client", key=K, firs
 
 
 # pinned once from tests/tss/test_reference.reference_packet; re-derived below so the pin is not
-# self-referential (SDI 0xABCD, epoch 7, TSC 0x1234, 192.0.2.1 -> 192.0.2.2)
+# self-referential (SDI 0xABCD, epoch 7, TSC 0x1234, 192.0.2.1 -> 192.0.2.2); the KDF's [L] in
+# 16 bits (the default, H.1 #18)
 PINNED = {
     "direct": "0800abcd0007000000001234f3ebd23fdad650e10d94ff7d8349f5ed79737f7ec1ca60469d1121014617"
               "7bd60ca95b45dcb5e3881ab8553118e45ff7",
+    "cluster": "0800abcd00070000000012344215231389248850243eebbb582e66fdca25c44079e59e2c50781f3ed36"
+               "2f8141cb4f2c32941f273e13ecf6ef573019d",
+    "server": "0800abcd00070000000012341ce60f9aa5d1f46fc9d5a419aa1f8ce1ab31975f41bfc1e1db37aa07a330"
+              "9d3c7e65f0387daa9087546363329b62e085",
+}
+# the same packets with [L] in 32 bits (``kdf_length_bits=32``), as pinned before the default
+# became 16; direct mode derives nothing and does not change
+PINNED_L32 = {
     "cluster": "0800abcd0007000000001234f989a76960bbee55472885d6138ba5b94039c4bfece26caec650bead4e"
                "e818fea40277a6702cd9eb479482c309cb122c",
     "server": "0800abcd0007000000001234cd8617ad150dfe60cf7b8cf95d2b4e515a491b3049c3d58f5eab9e366524"
               "1e3d33fca1f7b3c497f75f40600710f588a2",
 }
+
+
+@pytest.mark.parametrize("mode", ["cluster", "server"])
+def test_fixed_vector_with_a_32_bit_kdf_length(mode):
+    ref, _, _ = reference_packet(mode=mode, key=K, sdi=0xABCD, epoch=7, tsc=0x1234, src=A, dst=B,
+                                 body=BODY, length_bits=32)
+    assert ref.hex() == PINNED_L32[mode]
+    lay = layer(mode, epoch=7, sdi=0xABCD, first_tsc=0x1234, kdf_length_bits=32)
+    pkt = lay.protect(BODY, Meta(src=A, dst=B))
+    assert pkt.hex() == PINNED_L32[mode]
+    # a receiver with the other width cannot open it: the two ends must agree (--tss-kdf-l)
+    rx16 = layer(mode, epoch=7, sdi=0xABCD, role="server" if mode == "server" else "client")
+    assert rx16.unprotect(pkt, Meta(src=A, dst=B)) is None
+    rx32 = layer(mode, epoch=7, sdi=0xABCD, role="server" if mode == "server" else "client",
+                 kdf_length_bits=32)
+    assert rx32.unprotect(pkt, Meta(src=A, dst=B)).plaintext == BODY
 
 
 @pytest.mark.parametrize("mode", ["direct", "cluster", "server"])

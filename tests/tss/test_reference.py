@@ -22,9 +22,11 @@ class Meta:
     ecn: int = 0
 
 
-def sp800_108(key: bytes, label: bytes, context: bytes, out_bits: int = 352) -> bytes:
-    """NIST SP 800-108 counter mode, PRF AES-CMAC, 8-bit counter before the fixed input."""
-    fixed = label + b"\x00" + context + out_bits.to_bytes(4, "big")
+def sp800_108(key: bytes, label: bytes, context: bytes, out_bits: int = 352,
+              length_bits: int = 16) -> bytes:
+    """NIST SP 800-108 counter mode, PRF AES-CMAC, 8-bit counter before the fixed input; the
+    output length [L] in ``length_bits`` bits (F, H.1 #18: 16 in the 1.0 reference provider)."""
+    fixed = label + b"\x00" + context + out_bits.to_bytes(length_bits // 8, "big")
     out = b""
     i = 1
     while len(out) * 8 < out_bits:
@@ -50,7 +52,8 @@ def header(*, sdi: int, epoch: int, tsc: int, an: int = 0, ssi: int | None = Non
 
 def reference_packet(*, mode: str, key: bytes, sdi: int, epoch: int, tsc: int, src: str, dst: str,
                      body: bytes, client: str | None = None, ssi: int | None = None,
-                     rekey_mask: int = 0xFF00, rekey_shift: int = 8) -> tuple[bytes, bytes, bytes]:
+                     rekey_mask: int = 0xFF00, rekey_shift: int = 8,
+                     length_bits: int = 16) -> tuple[bytes, bytes, bytes]:
     """(protected packet, AES key, IV) per F for IPv4, AAD = addresses + security header."""
     hdr = header(sdi=sdi, epoch=epoch, tsc=tsc, ssi=ssi)
     ident = ssi.to_bytes(4, "big") if ssi is not None else ip(src)
@@ -63,7 +66,8 @@ def reference_packet(*, mode: str, key: bytes, sdi: int, epoch: int, tsc: int, s
         else:
             label, rekey = b"U2", 0
             who = ssi.to_bytes(4, "big") if ssi is not None else ip(client or src)
-        out = sp800_108(key, label, epoch.to_bytes(2, "big") + rekey.to_bytes(4, "big") + who)
+        out = sp800_108(key, label, epoch.to_bytes(2, "big") + rekey.to_bytes(4, "big") + who,
+                        length_bits=length_bits)
         k, mask = out[:32], out[32:]
         iv = bytes(a ^ b for a, b in zip(iv, mask))
     aad = ip(src) + ip(dst) + hdr
@@ -71,8 +75,9 @@ def reference_packet(*, mode: str, key: bytes, sdi: int, epoch: int, tsc: int, s
 
 
 # Known answers published with the reference provider's KDF (HanXingling/uet-ref-prov
-# crypto/test/test_uec_kdf.c; uet-facts.md F "Older variants"): the pre-1.0 labels "UE1"/"UE2"
-# and 7/23-byte contexts, but the same SP 800-108 counter-mode AES-CMAC core, 256 bits out.
+# crypto/test/test_uec_kdf.c at 53c2e617; uet-facts.md F "Older variants"): the pre-1.0 labels
+# "UE1"/"UE2" and 7/23-byte contexts, the same SP 800-108 counter-mode AES-CMAC core, 256 bits
+# out, and [L] in 32 bits (H.1 #18).
 RP_KEY = bytes.fromhex("34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca")
 RP_V4 = bytes.fromhex("482aa8c0")  # the bytes the file gives (its comment says 192.168.42.1)
 RP_V6 = bytes.fromhex("20010cb0000000000fc0000000000abc")
@@ -89,9 +94,29 @@ RP_VECTORS = [
 ]
 
 
+# The 1.0-layout answers of the same file at 5a04ca49 (F: KDF, KDF context; H.1 #18): labels
+# U1/U2, epoch 0x1DC0 and rekey 0x74E5 taken from its timestamp 0x1DC074E500000023 (mask
+# 0x0000FFFF00000000, shift 32), source 192.168.42.1 or 2001:cb0::fc0:0:0:abc, server mode with
+# rekey 0; 44 bytes out, of which the file publishes the 32-byte key. [L] in 16 bits.
+RP10_EPOCH, RP10_REKEY = bytes.fromhex("1dc0"), bytes.fromhex("000074e5")
+RP10_V4 = bytes.fromhex("c0a82a01")
+RP10_VECTORS = [
+    (b"U1", RP10_EPOCH + RP10_REKEY + RP10_V4,
+     "151b4ddb30112971ddeff3213000ee74d8f18aac2135601f1e5215e505fed449"),
+    (b"U1", bytes(4) + RP10_EPOCH + RP10_REKEY + RP_V6,
+     "55d1ee8647bd53fad0e5325795af18e7559b7d42a895edf70f9c170341e8f767"),
+    (b"U2", RP10_EPOCH + bytes(4) + RP10_V4,
+     "245e67ab286218530edd53c26ea9ec33c96b35192d0a0eb54d08be281c5d304b"),
+    (b"U2", bytes(4) + RP10_EPOCH + bytes(4) + RP_V6,
+     "b59002ad3e6a9ae5864878730070f8916e43e5011acaa4be3504256185f24d97"),
+]
+
+
 def test_the_written_out_kdf_matches_the_reference_provider_answers():
     for label, ctx, expect in RP_VECTORS:
-        assert sp800_108(RP_KEY, label, ctx, 256).hex() == expect
+        assert sp800_108(RP_KEY, label, ctx, 256, length_bits=32).hex() == expect
+    for label, ctx, expect in RP10_VECTORS:
+        assert sp800_108(RP_KEY, label, ctx, 352, length_bits=16)[:32].hex() == expect
 
 
 def test_reference_packet_opens_with_plain_aesgcm():

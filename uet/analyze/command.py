@@ -3,7 +3,9 @@
 stdout holds the readable report, or with ``--json`` exactly one JSON object (its keys:
 :mod:`uet.analyze.report`), or with ``--ladder PDC`` the text ladder of that PDC (with ``--json``
 the ladder's lines go into the object as ``"ladder": {"pdc": N, "lines": [...]}``); ``--svg
-OUT.svg`` also writes the ladder as SVG. Exit status 0 whenever the file could be read, however
+OUT.svg`` also writes the ladder as SVG; ``--refprov`` adds the verdict of the UEC reference
+provider's receive rules (:mod:`uet.capture.refprov`) as a last section, or as ``"refprov"`` in
+the JSON object. Exit status 0 whenever the file could be read, however
 many violations it shows (a damaged record after readable frames is reported on stderr, and the
 frames before it are analysed); 2 with one line on stderr when it cannot be read at all or an
 option is wrong (a ``--ladder`` that names no PDC of the file included). A file without UET says
@@ -19,7 +21,7 @@ import os
 import sys
 from typing import Any
 
-from .. import cliargs
+from .. import UET_UDP_PORT, cliargs
 from ..capture.keys import capture_key
 from ..capture.pcap import CaptureError
 from .conversation import analyze
@@ -39,6 +41,11 @@ def run(args: argparse.Namespace) -> int:
             spec = parse_spec(args.ladder)
         except ValueError:
             return cliargs.UsageError(f"argument --ladder: {args.ladder}: {LADDER_WHAT}").report(PROG)
+    if args.max_payload is not None and not args.refprov:
+        return cliargs.UsageError("argument --max-payload: goes with --refprov").report(PROG)
+    if args.refprov and args.file == "-":
+        return cliargs.UsageError("argument --refprov: reads the capture twice; give a file, "
+                                  "not stdin").report(PROG)
     if args.svg is not None and spec is None:
         return cliargs.UsageError("argument --svg: draws the PDC that --ladder names; give "
                                   "--ladder PDC too").report(PROG)
@@ -98,11 +105,20 @@ def _run(args: argparse.Namespace, spec: tuple | None, svg, open_tss: Any = None
                 return 1
             print(f"{PROG}: wrote {args.svg}", file=sys.stderr)
         report["ladder"] = {"pdc": pdc.index, "lines": ladder.splitlines()}
+    refprov = None
+    if args.refprov:
+        from ..capture.refprov import check_capture
+
+        refprov = check_capture(args.file, uet_port=(args.port or [UET_UDP_PORT])[0],
+                                max_payload=args.max_payload, open_tss=open_tss)
+        report["refprov"] = refprov.as_json()
     if args.json:
         sys.stdout.write(json.dumps(report) + "\n")
     elif ladder is not None:
         sys.stdout.write(ladder)
     else:
         sys.stdout.write(to_text(report))
+        if refprov is not None:
+            sys.stdout.write("\n" + refprov.text())
     sys.stdout.flush()
     return 0

@@ -230,6 +230,7 @@ def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, p
         obj["ip"] = {"version": 4, "src": inet_ntoa(src), "dst": inet_ntoa(dst), "dscp": ip["dscp"],
                      "ecn": ip["ecn"], "ttl": ip["ttl"]}
         if ip["flags"] & 1 or ip["fragment_offset"]:
+            res.ip_fields = ip  # what a fragment is (uet.capture.refprov RP2)
             problems.append("ipv4: fragment; transport not decoded")
             return
     elif actual == 6:

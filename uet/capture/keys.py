@@ -32,6 +32,11 @@ def add_capture_key(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tss-aad", choices=("addresses", "header", "entropy"), default="addresses",
                    help="with --sd-key: the AAD rule the sender used over UDP (default "
                         "addresses; see uet send --help)")
+    g.add_argument("--tss-kdf-l", type=int, choices=(16, 32), default=16, metavar="{16,32}",
+                   dest="tss_kdf_l",
+                   help="with --sd-key in cluster or server mode: bits of the KDF's length field, "
+                        "16 as the UEC reference provider's 1.0 code (default) or 32 as its older "
+                        "KDF (uet-facts F, H.1 #18)")
 
 
 def capture_key(args: argparse.Namespace) -> Any:
@@ -43,6 +48,7 @@ def capture_key(args: argparse.Namespace) -> Any:
     from ..tss.keys import KeyFileError
 
     try:
-        return capture_opener(args.sd_key, sdi=args.sdi, mode=args.tss_mode, aad=args.tss_aad)
+        return capture_opener(args.sd_key, sdi=args.sdi, mode=args.tss_mode, aad=args.tss_aad,
+                              kdf_length_bits=args.tss_kdf_l)
     except (KeyFileError, ValueError) as exc:
         raise cliargs.UsageError(str(exc), hint=False) from None

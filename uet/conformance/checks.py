@@ -8,9 +8,10 @@ What this module owns
   * :class:`Result` - the verdict of one check: pass, fail or skip, and ``detail`` (what was
     sent, what came back, what was expected).
   * :class:`Context` - what every check shares: the target, the per-wait ``timeout``, the local
-    address, the optional memory region the target exposes (``mkey``), fresh peers (one UDP
-    socket, hence one entropy value, per check) that are closed when the check ends, and the
-    PDC set-up most checks start from (:meth:`Context.establish`).
+    address, the optional memory region the target exposes (``mkey``), the inbox every answer
+    arrives at (the UET port at the suite's own address, A.1), fresh peers (one EV socket,
+    hence one entropy value, per check) that are closed when the check ends, and the PDC set-up
+    most checks start from (:meth:`Context.establish`).
   * :func:`run_checks` - runs the selected checks in order; no check can raise out of it (an
     unexpected exception becomes a failed verdict naming it) or hang (every read is bounded by
     the timeout and by a datagram count, :mod:`uet.conformance.peer`).
@@ -36,8 +37,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..mtu import DatagramTooBig
 from .ledger import verdict
-from .peer import Answer, Flooded, Peer, fresh_spdcid, request
+from .peer import Answer, Flooded, Inbox, Peer, fresh_spdcid, request
 
 # seconds read after a check ends, for answers that contradict the one it took: answers a target
 # sends together arrive within it; longer would cost that much per check (uet recv: 25 checks)
@@ -120,15 +122,18 @@ class Context:
     max_datagrams: int = 512
     seed: int | None = None
     settle: float = SETTLE   # (at most ``timeout``) see settle_peers()
+    mtu: int = 1024                       # payload bytes per packet of multi-packet messages (A.1)
+    ses_header: str = "auto"              # "standard": next_hdr 6 is a failure (A.1)
     rng: random.Random = field(init=False)
     _peers: list[Peer] = field(default_factory=list, init=False)
+    inbox: Inbox | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
 
     def peer(self) -> Peer:
         """A fresh socket (a fresh entropy value) for this check; closed when the check ends."""
-        p = Peer(self.target, local=self.local, max_datagrams=self.max_datagrams)
+        p = Peer(self.target, inbox=self.open(), max_datagrams=self.max_datagrams, mtu=self.mtu)
         self._peers.append(p)
         return p
 
@@ -146,10 +151,33 @@ class Context:
                     pass  # the check's own reads judge a flood; what was read still counts
         return verdict([p.ledger for p in self._peers])
 
+    def open(self) -> Inbox:
+        """The one socket every answer comes to, at (``local``, or the first free loopback
+        address, the UET port): A.1. Raises uet.ownaddr.LocalAddressError (an OSError, one line)
+        when no such address can be bound."""
+        if self.inbox is None:
+            self.inbox = Inbox(self.target, local=self.local)
+        return self.inbox
+
+    def close(self) -> None:
+        self.close_peers()
+        if self.inbox is not None:
+            self.inbox.close()
+            self.inbox = None
+
     def close_peers(self) -> None:
         for p in self._peers:
             p.close()
         self._peers.clear()
+
+    def standard_family(self, a: Answer, sent: str) -> None:
+        """With ``ses_header`` "standard" (A.1): the suite sent standard requests only, so an
+        answer with the small response with data (next_hdr 6) fails: a peer such as the
+        reference provider drops it."""
+        if self.ses_header == "standard" and a.pds.get("next_hdr") == 6:
+            raise Fail(f"{sent}; the answer carries a small response with data (next_hdr 6) to "
+                       "a peer that sends standard headers only, which the reference provider "
+                       "drops (A.1, --ses-header standard)")
 
     def start_psn(self) -> int:
         """A random start PSN in [2^16, 2^31) as the reference provider picks them (C.1)."""
@@ -213,6 +241,8 @@ def run_one(check: Check, ctx: Context) -> tuple[Result, bool]:
         detail, result = str(exc), "skip"
     except Flooded as exc:
         detail, result = f"the target flooded the check: {exc}", "fail"
+    except DatagramTooBig:
+        raise  # A.1: --mtu does not fit the route; the command stops (exit 2)
     except OSError as exc:
         detail, result = f"socket error: {exc}", "fail"
     except Exception as exc:  # a bug of the suite must not hide the other verdicts
@@ -234,21 +264,27 @@ def run_one(check: Check, ctx: Context) -> tuple[Result, bool]:
 
 def run_checks(checks: list[Check], ctx: Context,
                progress: Callable[[Result], None] | None = None) -> Run:
-    """Run ``checks`` in order against ``ctx.target`` (see the module docstring)."""
+    """Run ``checks`` in order against ``ctx.target`` (see the module docstring). The inbox is
+    opened first (an OSError, uet.ownaddr.LocalAddressError, when it cannot be) and closed at
+    the end."""
     results: list[Result] = []
     answered: bool | None = None   # unknown until the first check that needs an answer ran
-    for c in checks:
-        if answered is False and c.needs_answer:
-            r = Result(c.name, c.facts, c.level, c.profile, "skip",
-                       "not run: the target never answered (no UET packet with a valid "
-                       "CRC-32C trailer came back to the first check)")
-        else:
-            r, got = run_one(c, ctx)
-            if c.needs_answer and answered is None:
-                answered = got
-        results.append(r)
-        if progress is not None:
-            progress(r)
+    ctx.open()
+    try:
+        for c in checks:
+            if answered is False and c.needs_answer:
+                r = Result(c.name, c.facts, c.level, c.profile, "skip",
+                           "not run: the target never answered (no UET packet with a valid "
+                           "CRC-32C trailer came back to the first check)")
+            else:
+                r, got = run_one(c, ctx)
+                if c.needs_answer and answered is None:
+                    answered = got
+            results.append(r)
+            if progress is not None:
+                progress(r)
+    finally:
+        ctx.close()
     host, port = ctx.target
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     return Run(target, results, answered is not False)

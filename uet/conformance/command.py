@@ -10,10 +10,21 @@ counts, up to ``--settle`` seconds after it ended: a check that saw an ACK and a
 fails (C.5). ``uet conformance --list`` lists the checks and needs no target.
 
 Exit status: 0 when every must passed (failed shoulds do not count), 1 when a must failed or the
-target never answered, 2 for a bad command line.
+target never answered, 2 for a bad command line or a ``--mtu`` that does not fit the route.
+
+``--mtu N``: the payload bytes per packet of the checks' multi-packet messages (default: the
+largest of 1024, 2048, 4096 and 8192 that fits the MTU of the route to the target, A.1); the
+suite's sockets set DF, and a datagram that does not fit stops the run with one line (exit 2).
+``--ses-header standard``: the suite sends standard SES headers only (it always does) and fails
+an answer that carries the small response with data (next_hdr 6), which a peer such as the
+reference provider drops (A.1); ``auto`` (the default) accepts it.
 
 What the target must offer: UET over UDP (CRC-32C trailer, design.md "Defaults") on HOST:PORT,
-answering to the source address and port of each request. Profile pds: RUD PDCs opened by SYN
+where PORT is the UET port, answering each request to its source address at that same UET port,
+from the request's EV (uet-facts A.1, H.1 #19; ``answers_to_uet_port`` checks it). The suite
+receives every answer on one socket at (its own address, the UET port) and sorts them by PDCID:
+``--bind ADDR`` names the address, by default the first free loopback address (127.0.0.2,
+127.0.0.3, ...) when the target is on this host, else the route's source address. Profile pds: RUD PDCs opened by SYN
 (RUDI and UUD are tested too; a target that does not answer RUDI skips that check). Profile ses:
 an SES above the PDS whose responses ride on ACKs; ``--mkey KEY:LEN`` names a memory region the
 target exposes (readable, writable, atomics) for the WRITE/READ/atomic/out-of-range checks.
@@ -26,6 +37,8 @@ import sys
 from typing import Any, Sequence
 
 from .. import cliargs
+from ..mtu import DatagramTooBig
+from ..ownaddr import LocalAddressError
 from .checks import PROFILES, SETTLE, Check, Context, Result, run_checks
 from .pds_checks import CHECKS as PDS_CHECKS
 from .report import progress_line, text_header, text_summary, write_json, write_junit
@@ -84,13 +97,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"the one it took (an ACK and a NACK of one PSN; default {SETTLE:g}, at "
                         "most --timeout)")
     p.add_argument("--bind", type=cliargs.ip_address, default=None, metavar="ADDR",
-                   help="local address of the suite's sockets (ports are ephemeral; default the "
-                        "route's source address towards the target)")
+                   help="the suite's own address, where it receives every answer at the UET port "
+                        "(default: the first free of 127.0.0.2, 127.0.0.3, ... when the target is "
+                        "on this host, else the route's source address towards it)")
     p.add_argument("--mkey", type=memory_region, default=None, metavar="KEY:LEN",
                    help="a memory region the target exposes (read, write, atomics) for the SES "
                         "checks; without it they skip")
     p.add_argument("--seed", type=cliargs.seed, default=None,
                    help="seed of the start PSNs, keys and payloads (default random)")
+    cliargs.add_mtu_argument(p, where="the MTU of the interface the route to the target uses")
+    cliargs.add_ses_header_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per check")
 
@@ -109,16 +125,31 @@ def run(args: argparse.Namespace) -> int:
             cliargs.check_same_family("--bind", args.bind, args.target[0], "the target")
         if not checks:
             raise cliargs.UsageError("no check matches --profile, --level and --check")
+        mtu = cliargs.resolve_mtu(args.mtu, peer=args.target[0])
         junit = cliargs.open_output(args.junit, "wb") if args.junit else None
     except cliargs.UsageError as exc:
         return exc.report(prog)
     err = sys.stderr
     ctx = Context(args.target, timeout=args.timeout, local=args.bind, mkey=args.mkey,
-                  seed=args.seed, settle=args.settle)
+                  seed=args.seed, settle=args.settle, mtu=mtu, ses_header=args.ses_header)
     host, port = args.target
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     profiles = [p for p in PROFILES if any(c.profile == p for c in checks)]
-    print(text_header(target, profiles, args.timeout), file=err, flush=True)
+    try:
+        inbox = ctx.open()  # A.1: every answer comes to the suite's own address, the UET port
+    except LocalAddressError as exc:  # uet.ownaddr O2: one line, a configuration error
+        print(f"{prog}: {exc}", file=err, flush=True)
+        if junit is not None:
+            junit.close()
+        return 2
+    except OSError as exc:
+        print(f"{prog}: {exc.strerror or exc}", file=err, flush=True)
+        if junit is not None:
+            junit.close()
+        return 1
+    own = f"[{inbox.local}]:{port}" if ":" in inbox.local else f"{inbox.local}:{port}"
+    print(f"{text_header(target, profiles, args.timeout)}, --mtu {mtu}, --ses-header "
+          f"{args.ses_header}, answers at {own}", file=err, flush=True)
 
     def progress(r: Result) -> None:
         print(progress_line(r), file=err, flush=True)
@@ -130,6 +161,11 @@ def run(args: argparse.Namespace) -> int:
         if junit is not None:
             junit.close()
         return 1
+    except DatagramTooBig as exc:   # A.1: --mtu does not fit the route
+        print(f"{prog}: {exc}", file=err, flush=True)
+        if junit is not None:
+            junit.close()
+        return 2
     print(text_summary(result), file=err, flush=True)
     if junit is not None:
         with junit:

@@ -120,6 +120,24 @@ def syn_establishment(ctx: Context) -> str:
     return f"{sent}; {a.type_name} named our PDC (DPDCID {sp}), target PDCID {a.pds['spdcid']}, CACK {start}"
 
 
+@check("answers_to_uet_port", "A.1", "must")
+def answers_to_uet_port(ctx: Context) -> str:
+    """An answer goes to the UET port, not to the request's source port, from the request's EV."""
+    e = ctx.establish()  # its ACK is the answer judged (Skip: see syn_establishment)
+    a = e.ack
+    port, ev = ctx.target[1], e.peer.sport
+    sent = f"sent a SYN RUD request from EV (UDP source port) {ev} to UET port {port}"
+    if a.dport != port:
+        raise Fail(f"{sent}; its {a.type_name} came to UDP port {a.dport}, the request's source "
+                   f"port, not to the UET port {port}: every UET datagram, answers included, "
+                   "goes to the UET port, and the reference provider drops any other (A.1, "
+                   "H.1 #19)")
+    if a.src[1] != ev:
+        raise Fail(f"{sent}; its {a.type_name} came from UDP port {a.src[1]}: an answer carries "
+                   f"the EV of the request it answers ({ev}) in its source port (A.1)")
+    return f"{sent}; the {a.type_name} came to UET port {port} from source port {ev} (the EV)"
+
+
 @check("dpdcid_learning", "C.1", "must")
 def dpdcid_learning(ctx: Context) -> str:
     """After the SYN's ACK, a request naming the target's PDCID (no SYN) is accepted."""
@@ -252,15 +270,16 @@ def ack_coalescing(ctx: Context) -> str:
     """Requests without AR still get an ACK once ACK_GEN_TRIGGER (16 KiB) has arrived."""
     e = ctx.establish()
     s = e.start
-    n = 17
+    size = ctx.mtu  # --mtu payload bytes per packet (A.1)
+    n = 16384 // size + 1
     mid = ctx.message_id()
     for i in range(n):
-        e.peer.send(_part(e, s + 1 + i, i, n + 3, 1024, ar=False, message_id=mid))
+        e.peer.send(_part(e, s + 1 + i, i, n + 3, size, ar=False, message_id=mid))
     a = e.peer.expect(lambda a: a.is_ack and int(a.pds.get("cack_psn", 0)) != s, ctx.timeout)
     for i in range(n, n + 3):   # complete the message: the target's partial state goes
-        e.peer.send(_part(e, s + 1 + i, i, n + 3, 1024, ar=i == n + 2, message_id=mid))
-    sent = (f"sent {n} packets of 1 KiB of a longer SEND without AR (PSNs {s + 1}..{s + n}, "
-            "no end of message)")
+        e.peer.send(_part(e, s + 1 + i, i, n + 3, size, ar=i == n + 2, message_id=mid))
+    sent = (f"sent {n} packets of {size} bytes of a longer SEND without AR (PSNs "
+            f"{s + 1}..{s + n}, no end of message)")
     if a is None:
         raise Fail(f"{sent}; no ACK {_within(ctx)} (C.3: ACK_GEN_TRIGGER 16384 bytes, C.9)")
     return f"{sent}; ACK with CACK {a.pds.get('cack_psn')}"
@@ -486,6 +505,7 @@ def rudi_response(ctx: Context) -> str:
         if a.pds.get("next_hdr") not in (4, 5, 6):
             raise Fail(f"{sent}; the RUDI_RESP carries next_hdr {a.pds.get('next_hdr')}, not an "
                        "SES response (B.2, C.8)")
+        ctx.standard_family(a, sent)
     extra = [a for a in p.collect(min(ctx.timeout, 0.2)) if a.pds.get("pkt_id") == pkt_id]
     if extra:
         raise Fail(f"{sent} twice; got more than one response per request (C.8)")

@@ -1,5 +1,4 @@
-"""The conformance peer: one plain, blocking UDP socket per check, crafted packets out, bounded
-reads in.
+"""The conformance peer: plain UDP sockets, crafted packets out, bounded reads in.
 
 What this module owns
   * building the packets a check sends, from the header declarations (:func:`uet.wire.build.uet_bytes`)
@@ -15,9 +14,13 @@ What this module owns
     datagram whose trailer does not verify (``bad_crc``) or one that does not decode (``garbage``).
     Datagrams from other addresses are counted as ``foreign`` and otherwise ignored.
 
-A check that needs a fresh entropy value (UDP source port) opens a fresh :class:`Peer`; the
-target answers to the port a request came from (design.md ``uet recv``), so one check's answers
-never reach another's socket.
+Ports (uet-facts A.1, H.1 #19): every UET datagram goes to the UET port, and an answer copies its
+request's EV into its source port. The suite receives every answer on one socket at (its own
+address, the UET port: ``--bind``, or the first free loopback address when the target is on this
+host, uet.ownaddr), the :class:`Inbox`, which sorts them by PDCID to the check's :class:`Peer`. A
+check that needs a fresh entropy value (UDP source port) opens a fresh :class:`Peer`, whose EV
+socket sends; an answer that arrives there instead was sent to the request's source port, which
+``answers_to_uet_port`` reports as a must failure.
 """
 
 from __future__ import annotations
@@ -26,12 +29,16 @@ import ipaddress
 import itertools
 import os
 import random
+import select
 import socket
 import struct
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..mtu import EMSGSIZE, DatagramTooBig, set_dont_fragment, too_big_line
+from ..ownaddr import bind_own, route_source
 from ..wire.build import uet_bytes
 from ..wire.packet import decode_uet
 from ..wire.trailer import TRAILER_LEN, seal_udp, udp_trailer_ok
@@ -63,6 +70,7 @@ class Answer:
     tos: int
     src: tuple[str, int]
     raw: bytes
+    dport: int = 0   # the port it came to: the UET port, unless misdirected (A.1)
 
     @property
     def type_name(self) -> str:
@@ -101,6 +109,7 @@ class Seen:
     bad_crc: int = 0
     garbage: int = 0
     foreign: int = 0
+    misdirected: int = 0   # came to the EV socket, not to the UET port (A.1)
 
     @property
     def total(self) -> int:
@@ -115,6 +124,8 @@ class Seen:
             parts.append(f"{self.bad_crc} with a bad CRC-32C trailer")
         if self.garbage:
             parts.append(f"{self.garbage} undecodable")
+        if self.misdirected:
+            parts.append(f"{self.misdirected} to the request's source port, not the UET port")
         return "; ".join(parts) if parts else "nothing"
 
 
@@ -128,41 +139,133 @@ def fresh_spdcid() -> int:
 
 def local_address_for(host: str) -> str:
     """The source address the route towards ``host`` uses (no packet is sent)."""
-    fam = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
-    with socket.socket(fam, socket.SOCK_DGRAM) as s:
-        s.connect((host, 9))
-        return str(s.getsockname()[0])
+    return route_source(host, 9)
+
+
+def _udp_socket(v6: bool, addr: str, port: int) -> socket.socket:
+    """A blocking UDP socket on (``addr``, ``port``) that reports each datagram's TOS, takes the
+    zero UDP checksum UET sends (design.md "Defaults") and sets DF (A.1)."""
+    s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind((addr, port))
+        if v6:
+            s.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
+            try:
+                s.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
+            except OSError:
+                pass
+        else:
+            s.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+        set_dont_fragment(s)  # A.1: no IP fragments
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
+def _read(sock: socket.socket) -> tuple[bytes, int, tuple[str, int]] | None:
+    """One datagram that is there now: (bytes, TOS, source), or None (none, or an ICMP error:
+    a port unreachable surfaces as ECONNREFUSED on the next read, which is no answer)."""
+    try:
+        data, anc, _flags, addr = sock.recvmsg(65535, 64, socket.MSG_DONTWAIT)
+    except OSError:
+        return None
+    tos = 0
+    for lvl, kind, d in anc:
+        if kind in (socket.IP_TOS, IPV6_TCLASS) and d:
+            tos = d[0] if len(d) == 1 else struct.unpack("i", d[:4])[0]
+    return data, tos, (str(ipaddress.ip_address(addr[0].split("%")[0])), int(addr[1]))
+
+
+class Inbox:
+    """The suite's one socket at (its own address, the UET port): A.1, every answer arrives here.
+    It sorts what arrives to the :class:`Peer` it belongs to: by PDCID (an answer's DPDCID is the
+    SPDCID its peer's requests named), else by the EV an answer copies into its source port, else
+    to the newest peer (a check runs alone); what belongs to a peer already closed (a late answer
+    of an earlier check) is dropped and counted (``stale``)."""
+
+    def __init__(self, target: tuple[str, int], *, local: str | None = None):
+        self.target = (str(ipaddress.ip_address(target[0])), int(target[1]))
+        self.port = self.target[1]
+        v6 = ipaddress.ip_address(self.target[0]).version == 6
+        self.sock, self.local = bind_own(lambda a: _udp_socket(v6, a, self.port), port=self.port,
+                                         local=local, peer=self.target[0], option="--bind",
+                                         who="the conformance suite")
+        self.peers: list[Peer] = []
+        self.by_pdcid: dict[int, Peer] = {}
+        self.by_ev: dict[int, Peer] = {}
+        self.retired: set[tuple[str, int]] = set()  # ("pdcid" | "ev", value) of closed peers
+        self.stale = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def add(self, peer: "Peer") -> None:
+        self.peers.append(peer)
+        self.by_ev[peer.sport] = peer
+
+    def claim(self, peer: "Peer", pdcid: int) -> None:
+        self.by_pdcid[pdcid] = peer
+
+    def remove(self, peer: "Peer") -> None:
+        if peer in self.peers:
+            self.peers.remove(peer)
+        for key, table in (("pdcid", self.by_pdcid), ("ev", self.by_ev)):
+            for k in [k for k, p in table.items() if p is peer]:
+                del table[k]
+                self.retired.add((key, k))
+
+    def pump(self) -> None:
+        """Read what is there now and hand each datagram to its peer."""
+        while (got := _read(self.sock)) is not None:
+            data, tos, src = got
+            peer = None
+            if src[0] == self.target[0] and udp_trailer_ok(data, src[0], self.local, src[1],
+                                                           self.port):
+                d = decode_uet(data, None, trailer="crc")
+                pdcid = (d.layer.get("pds") or {}).get("dpdcid")
+                peer = self.by_pdcid.get(pdcid) if pdcid else None
+                if peer is None and pdcid and ("pdcid", pdcid) in self.retired:
+                    self.stale += 1
+                    continue
+            if peer is None:
+                peer = self.by_ev.get(src[1])
+                if peer is None and ("ev", src[1]) in self.retired:
+                    self.stale += 1
+                    continue
+            if peer is None:
+                if not self.peers:
+                    self.stale += 1
+                    continue
+                peer = self.peers[-1]
+            peer.queue.append((data, tos, src, self.port))
 
 
 class Peer:
-    """One UDP socket towards ``target``; its port is the entropy value of what it sends."""
+    """A fresh entropy value towards ``target``: an EV socket whose port is the source port of
+    what it sends; the answers come through the :class:`Inbox` at the UET port (A.1). An answer
+    that comes to the EV socket instead (a target answering to the request's source port, the
+    rule A.1 replaced) is read too, marked ``misdirected``, so that the other rules can still be
+    judged while ``answers_to_uet_port`` fails."""
 
-    def __init__(self, target: tuple[str, int], *, local: str | None = None, port: int = 0,
-                 max_datagrams: int = MAX_DATAGRAMS):
+    def __init__(self, target: tuple[str, int], *, inbox: Inbox, port: int = 0,
+                 max_datagrams: int = MAX_DATAGRAMS, mtu: int | None = None):
         self.target = (str(ipaddress.ip_address(target[0])), int(target[1]))
         self.v6 = ipaddress.ip_address(self.target[0]).version == 6
-        self.local = local or local_address_for(self.target[0])
-        self.sock = socket.socket(socket.AF_INET6 if self.v6 else socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            self.sock.bind((self.local, port))
-            if self.v6:
-                self.sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
-                try:   # accept the zero UDP checksum UET sends (design.md "Defaults")
-                    self.sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
-                except OSError:
-                    pass
-            else:
-                self.sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
-        except OSError:
-            self.sock.close()
-            raise
+        self.inbox = inbox
+        self.local = inbox.local
+        self.sock = _udp_socket(self.v6, self.local, port)
         self.sport = self.sock.getsockname()[1]
         self.max_datagrams = max_datagrams
+        self.mtu = mtu  # the --mtu in force, for the EMSGSIZE line
         self.seen = Seen()
         self.ledger = Ledger()   # what was sent and answered per PSN: contradictions
+        self.queue: deque = deque()  # (bytes, TOS, source, the port it came to), from the inbox
         self._wait_from = 0   # answers before the latest wait began (see recent())
+        inbox.add(self)
 
     def close(self) -> None:
+        self.inbox.remove(self)
         self.sock.close()
 
     def __enter__(self) -> "Peer":
@@ -181,40 +284,63 @@ class Peer:
                       else (socket.IPPROTO_IP, socket.IP_TOS))
         self.ledger.on_send(data)
         try:
-            self.sock.sendmsg([data], [(level, opt, struct.pack("i", tos))], 0, self.target)
-        except OSError:
-            self.sock.sendto(data, self.target)  # a stack without per-datagram TOS
+            try:
+                self.sock.sendmsg([data], [(level, opt, struct.pack("i", tos))], 0, self.target)
+            except OSError as exc:
+                if exc.errno == EMSGSIZE:
+                    raise
+                self.sock.sendto(data, self.target)  # a stack without per-datagram TOS
+        except OSError as exc:
+            if exc.errno == EMSGSIZE:  # A.1: DF set, the route's MTU is smaller
+                raise DatagramTooBig(too_big_line(len(data), self.target[0],
+                                                  payload=self.mtu)) from None
+            raise
 
     def send(self, body: bytes, tos: int = TOS_DATA) -> bytes:
-        """Seal and send ``body``; returns the sealed datagram."""
+        """Seal and send ``body``; returns the sealed datagram. Its SPDCID (if it names one) is
+        claimed at the inbox: the answers name it as their DPDCID."""
+        if len(body) >= 12 and body[0] >> 3 != 1:  # not under TSS
+            pds = decode_uet(body, None, trailer="none").layer.get("pds") or {}
+            if pds.get("spdcid"):
+                self.inbox.claim(self, int(pds["spdcid"]))
         pkt = self.seal(body)
         self.send_raw(pkt, tos)
         return pkt
 
     # --- receiving -------------------------------------------------------------------------------
+    def _next(self, timeout: float) -> tuple[bytes, int, tuple[str, int], int] | None:
+        """The next datagram for this peer within ``timeout``: from the inbox (sorted there) or
+        at the EV socket (misdirected)."""
+        deadline = time.monotonic() + timeout
+        while not self.queue:
+            got = _read(self.sock)
+            if got is not None:
+                return (*got, self.sport)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.inbox.sock, self.sock], [], [], left)
+            if self.inbox.sock in ready:
+                self.inbox.pump()
+            elif not ready:
+                return None
+        return self.queue.popleft()
+
     def _read_one(self, timeout: float) -> Answer | None | bool:
         """One datagram within ``timeout``: an Answer, None (not one: counted), False (none came)."""
-        self.sock.settimeout(max(timeout, 1e-4))
-        try:
-            data, anc, _flags, addr = self.sock.recvmsg(65535, 64)
-        except (socket.timeout, TimeoutError, BlockingIOError):
+        got = self._next(timeout)
+        if got is None:
             return False
-        except OSError:
-            # an ICMP port unreachable surfaces as ECONNREFUSED on the next read: not an
-            # answer, and not the end of the wait either
-            time.sleep(min(timeout, 0.01))
-            return None
-        tos = 0
-        for lvl, kind, d in anc:
-            if kind in (socket.IP_TOS, IPV6_TCLASS) and d:
-                tos = d[0] if len(d) == 1 else struct.unpack("i", d[:4])[0]
-        src = (str(ipaddress.ip_address(addr[0].split("%")[0])), int(addr[1]))
+        data, tos, src, dport = got
         if src[0] != self.target[0]:
             self.seen.foreign += 1
             return None
         if self.seen.total >= self.max_datagrams:
             raise Flooded(f"more than {self.max_datagrams} datagrams arrived in one check")
-        if not udp_trailer_ok(data, src[0], self.local, src[1], self.sport):
+        misdirected = dport != self.inbox.port
+        if misdirected:
+            self.seen.misdirected += 1
+        if not udp_trailer_ok(data, src[0], self.local, src[1], dport):
             self.seen.bad_crc += 1
             return None
         d = decode_uet(data, None, trailer="crc")
@@ -224,7 +350,8 @@ class Peer:
             return None
         n = int(d.layer.get("payload_len") or 0)
         end = len(data) - TRAILER_LEN
-        a = Answer(pds, d.layer.get("ses"), bytes(data[end - n:end]), tos, src, bytes(data))
+        a = Answer(pds, d.layer.get("ses"), bytes(data[end - n:end]), tos, src, bytes(data),
+                   dport)
         self.seen.answers.append(a)
         self.ledger.on_answer(a)
         return a

@@ -131,6 +131,7 @@ def ses_write_read(ctx: Context) -> str:
     want_rc(a, f"sent an 8-byte WRITE at offset 0 of key 0x{key:x}", "OK")
     b = op("an 8-byte READ", send_ses(opcode=READ, length=8, memory_key=key))
     want_rc(b, f"sent an 8-byte READ at offset 0 of key 0x{key:x}", "OK")
+    ctx.standard_family(b, f"sent an 8-byte READ at offset 0 of key 0x{key:x}")
     if b.pds.get("next_hdr") not in (5, 6):
         raise Skip("the READ's ACK carries a response without data (D.7): the data travels "
                    "separately, which this suite does not follow")
@@ -154,6 +155,7 @@ def ses_atomic(ctx: Context) -> str:
         a = op(what, send_ses(opcode=FETCHING_ATOMIC, length=8, memory_key=key, offset=8),
                add.to_bytes(8, "little"), ext)
         want_rc(a, f"sent {what}", "OK", " (D.6, D.8)")
+        ctx.standard_family(a, f"sent {what}")
         if len(a.payload) < 8:
             raise Skip(f"sent {what}; the response carried {len(a.payload)} bytes of data, not the "
                        "old value (data sent separately is not followed)")

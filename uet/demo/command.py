@@ -1,8 +1,12 @@
 """``uet demo``: sender, live fabric and receiver on loopback in one command (design.md "Contracts").
 
-One process, one trio run: a receiver endpoint bound on 127.0.0.1:<free port>, the live fabric
-(:mod:`uet.fabric`) in front of it, and a sender endpoint (:mod:`uet.io`) that sends to the
-fabric; ``--no-fabric`` sends straight to the receiver over the sender's entropy ports. It takes
+One process, one trio run: a receiver endpoint bound on 127.0.0.1:<free port> (``--host``), the
+live fabric (:mod:`uet.fabric`) in front of it, and a sender endpoint (:mod:`uet.io`) that sends to
+the fabric; ``--no-fabric`` sends straight to the receiver over the sender's entropy ports. Every
+datagram goes to that one UET port and each endpoint receives on its own address (uet-facts A.1):
+the fabric and the sender take the first free loopback addresses (127.0.0.2, 127.0.0.3, ...;
+over IPv6 ::2 and ::3, which must be added: ``ip -6 addr add ::2/128 dev lo``), and the summary
+prints them (``addresses``). It takes
 ``uet sim``'s transfer and impairment options (same names and units) and prints the same summary,
 with wall-clock figures (:mod:`uet.demo.run` says how each is counted).
 
@@ -18,6 +22,15 @@ I:F`` (path I at fraction F of ``--rate``): :mod:`uet.demo.run` says which rate 
 and RCCC are built for, and what the summary adds (per path queue figures and CSIG buckets, the
 sender's window over the run, ``cc``, ``spray``, ``csig``). ``tools/bench_csig_live.py`` runs the
 slow-path experiment.
+
+``--mtu N`` is the payload per packet of both endpoints and the fabric's paths (uet-facts A.1;
+default the largest of 1024, 2048, 4096 and 8192 that fits the route to ``--host``: 8192 on
+loopback); a datagram that does not fit exits 2 with one line. ``--ses-header standard`` makes
+both endpoints use standard SES headers only, as the reference provider requires.
+
+``--tss`` through the fabric: the relay rewrites the addresses, so both ends send an SSI and the
+AAD leaves the addresses out (``--tss-aad header``; :func:`through_relay`); ``--no-fabric`` keeps
+``--tss-aad`` as given.
 
 stderr: a progress bar (when stderr is a terminal, or ``--progress``) and, at the end, a per-path
 table (packets, trims, CE marks, drops) and the summary (rich if installed, else plain text).
@@ -50,6 +63,9 @@ def config_from_args(args: argparse.Namespace) -> Any:
     from .run import DemoConfig
 
     client, server = own_security_pair(args, seed=args.seed, capture=args.capture)
+    if client is not None and args.fabric:
+        client, server = through_relay(client), through_relay(server)
+        args.tss_aad = "header"  # for the replay line and the decode command
     sim = sim_config(args, client)
     return DemoConfig.from_sim(sim, entropy_values=args.entropies, fabric=args.fabric,
                                capture=args.capture, timeout=args.timeout, host=args.host,
@@ -57,10 +73,28 @@ def config_from_args(args: argparse.Namespace) -> Any:
                                degrade_paths=list(args.degrade_path))
 
 
+RELAY_SSI = 1  # the SSI both ends of a protected demo through the relay send (F: SSI / SDI)
+
+
+def through_relay(security: Any) -> Any:
+    """TSS through the relay: it rewrites the addresses (each endpoint receives on its own at the
+    UET port, uet-facts A.1, so the relay stands between two), which F puts into the IV and the
+    KDF unless an SSI is sent, and which the default AAD covers. So both ends send an SSI
+    (``RELAY_SSI``, unless the domain names one) and leave the addresses out of the AAD
+    (``--tss-aad header``; their epochs differ, so their IVs still do)."""
+    import dataclasses
+
+    doms = tuple(dataclasses.replace(d, ssi=RELAY_SSI if d.ssi is None else d.ssi)
+                 for d in security.domains)
+    return dataclasses.replace(security, aad="header", domains=doms)
+
+
 def replay_command(args: argparse.Namespace) -> str:
     """The ``uet demo`` command line that repeats this run (same seed, same impairment draws)."""
-    words = ["uet", "demo", "--bytes", str(args.bytes), "--messages", str(args.messages), "--mtu",
-             str(args.mtu), "--paths", str(args.paths)]
+    words = ["uet", "demo", "--bytes", str(args.bytes), "--messages", str(args.messages)]
+    if args.mtu is not None:  # resolved by run_command (A.1: the route's)
+        words += ["--mtu", str(args.mtu)]
+    words += ["--paths", str(args.paths)]
     if args.fabric:
         words += ["--rate", repr(args.rate), "--rtt", repr(args.rtt)]
         for name in ("loss", "trim", "reorder", "dup", "corrupt"):
@@ -74,6 +108,8 @@ def replay_command(args: argparse.Namespace) -> str:
     else:
         words.append("--no-fabric")
     words += ["--mode", args.mode, "--spray", args.spray, "--cc", args.cc]
+    if args.ses_header != "auto":
+        words += ["--ses-header", args.ses_header]
     if args.entropies:
         words += ["--entropies", str(args.entropies)]
     if args.window:
@@ -182,8 +218,10 @@ def format_table(summary: dict[str, Any]) -> str:
     return "\n".join([line(head), *(line(r) for r in rows)]) + "\n"
 
 
-SUMMARY_KEYS = ("ok", "bytes", "messages", "mode", "fabric", "cc", "spray", "csig", "wall_time_s",
-                "goodput_gbps", "goodput_MBps", "packets_sent", "retransmissions",
+SUMMARY_KEYS = ("ok", "addresses", "bytes", "messages", "mode", "mtu", "ses_header", "fabric",
+                "cc", "spray",
+                "csig", "wall_time_s", "goodput_gbps", "goodput_MBps", "packets_sent",
+                "retransmissions",
                 "spurious_retransmissions", "trimmed", "dropped", "ecn_marked", "corrupted",
                 "duplicated", "reordered", "bad_crc", "nacks", "rto", "tlp", "paths_used", "paths",
                 "entropies", "cwnd_bytes", "credit_granted", "csig_selector", "socket_drops",
@@ -228,6 +266,8 @@ def run_command(args: argparse.Namespace) -> int:
         cliargs.check_transfer(args)
         check_degrade(args)
         resolve(args)
+        args.mtu = cliargs.resolve_mtu(args.mtu, peer=args.host, tss=bool(args.tss or args.sd_key),
+                                       csig=bool(args.csig))
         cfg = config_from_args(args)
         cfg.validate()
         if args.capture is not None:  # the fabric opens it again once the endpoints are up
@@ -246,8 +286,14 @@ def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
 
     tty = hasattr(err, "isatty") and err.isatty()
     progress = Progress(err, args.progress if args.progress is not None else tty)
+    from ..ownaddr import LocalAddressError
+
     try:
         summary = trio.run(lambda: run_demo(cfg, progress=progress if progress.enabled else None))
+    except LocalAddressError as exc:  # uet.ownaddr O2: one line, a configuration error
+        progress.finish()
+        print(f"uet demo: {exc}", file=err, flush=True)
+        return 2
     except KeyboardInterrupt:
         progress.finish()
         print("uet demo: interrupted", file=err)
@@ -267,6 +313,11 @@ def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
         print(f"uet demo: FAILED; replay with: {replay_command(args)}", file=err, flush=True)
         return 1
     progress.finish()
+    if summary.get("too_big"):  # M1 of uet.io.engine: --mtu does not fit the route, one line
+        if args.json:
+            sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
+        print(f"uet demo: {summary['too_big']}", file=err, flush=True)
+        return 2
     if not args.quiet:
         show(summary, err)
     if args.json:
@@ -274,8 +325,7 @@ def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
         sys.stdout.flush()
     if args.capture and not args.quiet:
         pt = summary["ports"]
-        cmd = ["uet", "decode", "--port", str(pt["receiver"]), "--port", str(pt["fabric"]),
-               args.capture]
+        cmd = ["uet", "decode", "--port", str(pt["receiver"]), args.capture]  # one UET port (A.1)
         if args.tss or args.sd_key:  # O3 of uet.tss.options: the key the run used
             extra = [("--sdi", str(args.sdi), "1"), ("--tss-mode", args.tss_mode, "direct"),
                      ("--tss-aad", args.tss_aad, "addresses")]

@@ -69,6 +69,9 @@ _OVERRIDES: dict[str, dict[str, Any] | None] = {
                           "per path; with the fabric, entropy k is chosen to hash onto path k mod "
                           "paths)"},
     "window": {"help": "fixed send window in bytes (default: the live endpoint's, 1MiB)"},
+    "mtu": {"type": cliargs.payload_mtu, "default": None, "metavar": "N",
+            "help": cliargs.MTU_HELP.format(where="the MTU of the interface the route to --host "
+                                                  "uses (loopback: 8192)")},
     "spray": {"choices": SELECTOR_KINDS,
               "help": "entropy selection over the sender's entropy ports: rr (round-robin, the "
                       "default), random, single (one port), reps (REPS, E.5) or oblivious (every "
@@ -129,11 +132,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="no relay: the sender sends straight to the receiver over its entropy "
                         "ports (no impairments; the figure to compare with other transports)")
     p.add_argument("--capture", "--pcap", dest="capture", metavar="FILE.pcap",
-                   help="write every datagram the fabric forwards, both directions, with "
-                        "wall-clock timestamps (Ethernet pcap)")
+                   help="write every datagram the fabric forwards, both directions, as a tap "
+                        "between the fabric and the receiver sees them, with wall-clock "
+                        "timestamps (Ethernet pcap)")
     p.add_argument("--host", type=cliargs.ip_address, default="127.0.0.1", metavar="ADDR",
-                   help="local address that receiver, fabric and sender bind (default 127.0.0.1; "
-                        "::1 runs over IPv6)")
+                   help="the receiver's address (default 127.0.0.1); the fabric and the sender "
+                        "take the next free loopback addresses at its UET port (::1 runs over "
+                        "IPv6 and needs ::2 and ::3: ip -6 addr add ::2/128 dev lo)")
     p.add_argument("--timeout", type=cliargs.timeout, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"give up (and report failure) after S seconds (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

@@ -1,18 +1,23 @@
 """One live transfer: receiver, fabric and sender on loopback in one trio run (``uet demo``).
 
-Arrangement (design.md "Test beds" 2)::
+Arrangement (design.md "Test beds" 2; uet-facts A.1, H.1 #19: every datagram goes to the UET
+port, from its EV, and every endpoint receives on its own address at that port)::
 
-    sender (uet.io, entropy sockets) --> fabric front --(path = hash(entropy))--> receiver UET port
-                                     <-- answers on the same path's reverse link <--
+    sender S:P (entropy sockets S:EV) --> relay F:P --(path = hash(EV))--> receiver R:P
+                                      <-- answers from R:EV, on the same path's reverse link <--
 
-* the receiver is a :func:`uet.io.open_endpoint` bound on ``host:0`` (a free port);
-* the fabric (:func:`uet.fabric.open_fabric`) listens on ``host:0`` and forwards to it, with the
+* the receiver is a :func:`uet.io.open_endpoint` bound on ``host:0``: its port P, a free one, is
+  the run's UET port;
+* the fabric (:func:`uet.fabric.open_fabric`) takes the first free loopback address at P (F,
+  uet.ownaddr) and forwards to the receiver, keeping every datagram's ports, with the
   configuration's rate, delay, queue, ECN marking and impairments (``FabricConfig.from_net``);
-* the sender is a send-only endpoint whose peer port is the fabric's (``peer_port``). With the
-  fabric, its entropy ports are chosen so that entropy k lands on path ``k mod paths`` (the
-  fabric hashes the source port; ``pick_entropy_ports``), so every path carries traffic;
-* without the fabric (``fabric=False``) the sender sends straight to the receiver's port over its
+* the sender takes the next free loopback address at P (S) and sends to F. With the fabric, its
+  entropy ports are chosen so that entropy k lands on path ``k mod paths`` (the fabric hashes the
+  source port; ``pick_entropy_ports``), so every path carries traffic;
+* without the fabric (``fabric=False``) the sender sends straight to the receiver over its
   entropy sockets.
+* ``addresses``: where each receives (``sender``, ``fabric``, ``receiver``, ADDR:PORT), printed
+  in the summary.
 
 Figures (the keys of ``uet sim``'s summary, with wall-clock time):
 
@@ -35,8 +40,8 @@ Figures (the keys of ``uet sim``'s summary, with wall-clock time):
 * ``paths_used``: paths (without a fabric: entropy ports) that carried data requests;
 * ``per_path``: per path the fabric's counters (``fwd``: sender -> receiver, ``rev``: answers),
   or without a fabric the data requests per entropy port;
-* ``ports``: the receiver's UET port, the fabric's front port and the sender's entropy ports
-  (``uet decode --port RECEIVER --port FABRIC`` decodes a capture: they are not 4793);
+* ``ports``: the UET port of the run (``receiver`` and ``fabric``: one port, A.1) and the sender's
+  entropy ports (``uet decode --port RECEIVER`` decodes a capture: it is not 4793);
 * ``socket_drops``: datagrams the kernel dropped because a socket's receive queue was full
   (``/proc/net/udp``, per side; best effort, absent where that file is missing);
 * as in ``uet sim``: ``messages``, ``mode``, ``packets_total`` (both sides), ``data_packets``
@@ -88,7 +93,8 @@ import trio
 from ..cms.choice import CC_NAMES, pds_overrides
 from ..cms.csig import TYPE_BY_NAME
 from ..io import LIVE_CC_RATE_GBPS, LIVE_CC_RTT_US
-from ..io.endpoint import SendFailed, open_endpoint
+from ..io.endpoint import SendFailed, TooBig, open_endpoint
+from ..ownaddr import LocalAddressError
 from ..multipath.spray import SELECTOR_KINDS
 from ..net import NetConfig
 from ..payload import seeded_bytes
@@ -112,10 +118,11 @@ class DemoConfig(NetConfig):
     # queue_bytes None: the fabric's default (1 MiB per link)
     bytes: int = 16 << 20
     messages: int = 1
-    mtu: int = 4096
+    mtu: int = 4096                     # payload bytes per packet (uet demo: the route's, A.1)
     mode: str = "rud"
     spray: str = "rr"
     cc: str = "fixed"                   # fixed | nscc | rccc (uet.cms.choice)
+    ses_header: str = "auto"            # SesConfig.ses_header ("standard": A.1) of both ends
     csig: str | None = None             # a name of uet.cms.csig.TYPE_BY_NAME; None: off
     degrade_paths: list[tuple[int, float]] = field(default_factory=list)  # (path, rate fraction)
     entropy_values: int | None = None   # None: one per path
@@ -169,7 +176,7 @@ class DemoConfig(NetConfig):
     def fabric_config(self) -> Any:
         from ..fabric import FabricConfig
 
-        return FabricConfig.from_net(self)
+        return FabricConfig.from_net(self)  # with the endpoints' mtu (A.1)
 
     def cc_network(self) -> tuple[float, float]:
         """(rate in Gb/s, base RTT in seconds) that NSCC and RCCC are built for (module
@@ -247,9 +254,21 @@ def pick_entropy_ports(n: int, paths: int, path_of: Callable[[int, str], int], h
     return [p for p in found if p is not None]
 
 
-def socket_drops(ports: dict[str, set[int]]) -> dict[str, int] | None:
+def _hp(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _proc_address(text: str) -> str:
+    """An address as ``/proc/net/udp{,6}`` writes it (hex, 32-bit words in host order)."""
+    raw = bytes.fromhex(text)
+    raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    return str(ipaddress.ip_address(raw))
+
+
+def socket_drops(ports: dict[str, set[tuple[str, int]]]) -> dict[str, int] | None:
     """Datagrams dropped by the kernel on our sockets' receive queues (``/proc/net/udp{,6}``'s
-    ``drops`` column), summed per side; None where the files cannot be read."""
+    ``drops`` column), summed per side (each side's sockets by (address, port): the three share
+    the UET port); None where the files cannot be read."""
     side_of = {p: side for side, ps in ports.items() for p in ps}
     out = {side: 0 for side in ports}
     seen = False
@@ -265,11 +284,12 @@ def socket_drops(ports: dict[str, set[int]]) -> dict[str, int] | None:
             if len(f) < 13:
                 continue
             try:
-                port = int(f[1].rsplit(":", 1)[1], 16)
+                where, port = f[1].rsplit(":", 1)
+                key = (_proc_address(where), int(port, 16))
                 drops = int(f[-1])
             except (ValueError, IndexError):
                 continue
-            side = side_of.get(port)
+            side = side_of.get(key)
             if side is not None:
                 out[side] += drops
     return out if seen else None
@@ -322,12 +342,11 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
         rx_security = dataclasses.replace(with_role(cfg.security, "server"),
                                           epoch=(cfg.security.epoch + 1) & 0xFFFF)  # no shared IV
     async with open_endpoint((host, 0), paths=1, seed=cfg.seed ^ 0x7EC, security=rx_security,
-                             **pds) as rx:
+                             ses_header=cfg.ses_header, **pds) as rx:
         if fcfg is not None:
             from ..fabric import open_fabric
 
-            fab_cm = open_fabric(listen=(host, 0), to=(host, rx.port), config=fcfg,
-                                 capture=cfg.capture)
+            fab_cm = open_fabric(to=(host, rx.port), config=fcfg, capture=cfg.capture)
         async with fab_cm as fab:
             for attempt in range(5):
                 # the ports picked for the fabric's hash are free, then bound again by the
@@ -340,14 +359,17 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
                     live = {"csig_scale": fcfg.csig_scale(), "ev_alias": fab.entropy_of,
                             "csig_ethertype": fcfg.csig_ethertype}
                 try:
-                    async with open_endpoint(None, local=host,
-                                             peer_port=fab.port if fab is not None else rx.port,
+                    async with open_endpoint(None, peer=fab.host if fab is not None else host,
+                                             peer_port=rx.port,
                                              paths=cfg.entropies, entropy_ports=ports,
                                              seed=cfg.seed, spray=spray,
-                                             security=cfg.security, **live, **pds) as tx:
+                                             security=cfg.security, ses_header=cfg.ses_header,
+                                             **live, **pds) as tx:
                         entered = True
                         result = await _transfer(cfg, rx, tx, fab, msgs, want, got,
                                                  delivered_at, failures, progress, interval)
+                except LocalAddressError:
+                    raise  # uet.ownaddr O2: no address of its own for the sender
                 except OSError:
                     if entered or fab is None or attempt == 4:
                         raise
@@ -367,6 +389,7 @@ async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[byte
     all_delivered = trio.Event()
     sends_done = trio.Event()
     acked = [0]
+    too_big: list[str] = []
     window = _Window(tx)
 
     async def receiver() -> None:
@@ -388,11 +411,16 @@ async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[byte
                       "fabric": fab.counters() if fab is not None else None})
 
     async def sender() -> None:
-        handles = [(tx.send_nowait(host, m, mode=cfg.mode), len(m)) for m in msgs]
+        to = fab.host if fab is not None else host  # the relay's address, or the receiver's
+        handles = [(tx.send_nowait(to, m, mode=cfg.mode), len(m)) for m in msgs]
         for i, (h, size) in enumerate(handles):
             try:
                 await tx.wait(h)
                 acked[0] += size
+            except TooBig as exc:  # M1 of uet.io.engine: nothing more is sent
+                too_big.append(exc.reason)
+                failures.append(f"message {i} failed: {exc.reason}")
+                break
             except SendFailed as exc:
                 failures.append(f"message {i} failed: {exc.reason}")
         sends_done.set()
@@ -433,6 +461,8 @@ async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[byte
     await _settle(fab, rx, tx)
     s = _summary(cfg, rx, tx, fab, msgs, want, got, delivered_at, failures)
     s.update(window.summary())
+    if too_big:
+        s["too_big"] = too_big[0]  # the command prints it and exits 2
     return s
 
 
@@ -519,13 +549,14 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
              got: list[Any], delivered_at: list[float], failures: list[str],
              ) -> dict[str, Any]:
     total = sum(len(m) for m in msgs)
-    ports = {"sender": set(tx.entropy_ports), "receiver": {s.port for s in rx.socks}}
+    ports = {"sender": {(tx.local, p) for p in [tx.port, *tx.entropy_ports]},
+             "receiver": {(rx.local, s.port) for s in rx.socks}}
     counters = None
     flows: list[dict] = []
     if fab is not None:
         counters = fab.counters()
         flows = fab.flow_list()
-        ports["fabric"] = {fab.port, *(f["relay_port"] for f in flows)}
+        ports["fabric"] = {(fab.host, fab.port), (fab.back_host, fab.port)}
     drops = socket_drops(ports)
     verified = _verify(cfg, msgs, want, got, failures)
     st, sr = tx.stats, rx.stats
@@ -543,6 +574,8 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
         "bytes": total,
         "messages": len(msgs),
         "mode": cfg.mode,
+        "mtu": cfg.mtu,
+        "ses_header": cfg.ses_header,
         "cc": cfg.cc,
         "spray": cfg.spray,
         "csig": cfg.csig,
@@ -613,6 +646,8 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
                              "truncated": r["truncated"], "recv_errors": r["recv_errors"]}
     s["ports"] = {"receiver": rx.port, "fabric": fab.port if fab is not None else None,
                   "sender": list(tx.entropy_ports)}
+    s["addresses"] = {"sender": _hp(*tx.address), "receiver": _hp(*rx.address),
+                      "fabric": _hp(*fab.address) if fab is not None else None}
     if cfg.cc != "fixed":
         rate, rtt = cfg.cc_network()
         s["cc_rate_gbps"], s["base_rtt_s"] = round(rate, 6), rtt

@@ -1,15 +1,27 @@
 """``uet fabric``: run the live loopback fabric (design.md "Test beds" 2) until interrupted.
 
-Senders address the relay (``--listen``, default 127.0.0.1:4793) as their UET destination; the
-relay forwards to the receiver (``--to``) through ``--paths`` paths, each with the simulator's
-model (``uet sim``'s options, same names and units): rate, one-way delay rtt/2, a FIFO queue with
-ECN marking, trimming, loss, reordering, duplication, corruption and path failure. Each sender
-source port (entropy) gets a relay port of its own, so the entropy still selects the path.
+Senders address the relay (``--listen ADDR``) as their UET destination; the relay forwards to the
+receiver (``--to ADDR:PORT``) through ``--paths`` paths, each with the simulator's model (``uet
+sim``'s options, same names and units): rate, one-way delay rtt/2, a FIFO queue with ECN marking,
+trimming, loss, reordering, duplication, corruption and path failure. It stands between two
+addresses as a router does (uet-facts A.1, H.1 #19): every datagram keeps its UET destination port
+(``--to``'s) and its entropy source port, which selects the path in both directions, and only the
+addresses are rewritten (the CRC-32C trailer with them). Without ``--listen`` the relay takes the
+first free loopback address (127.0.0.2, 127.0.0.3, ...) and prints it; the receiver's answers
+come to ``--back ADDR`` (default: the listen address), at the UET port too. ``--preserve-entropy``
+does nothing now (the relay always keeps the senders' source ports) and is kept for old command
+lines.
 
 ``--fail-path I@T``: path I fails T microseconds after the fabric starts, as in ``uet sim``
 (suffixes ``us``, ``ms`` and ``s`` are accepted: ``1@250ms``).
 
 ``--degrade-path I:F``: path I (both directions) runs at fraction F of ``--rate`` (repeatable).
+
+``--mtu N`` (uet-facts A.1: DF, no IP fragments): the payload bytes per packet the paths carry; a
+datagram longer than the largest one of N payload bytes (TSS and a CSIG tag counted) is dropped and
+counted ``too_big``, as a switch drops a frame above its MTU. Default: the largest of 1024, 2048,
+4096 and 8192 that fits the MTU of the interface the route to ``--to`` uses (8192 on loopback);
+give the endpoints the same ``--mtu``.
 
 ``--csig TYPE`` (abw, abw/c, delay or nqd; off by default): CSIG-style signalling (uet-facts E.4).
 Each path and direction measures what a switch port would - utilisation over ``--csig-interval``
@@ -19,8 +31,8 @@ uet.cms.csig): requests stamped with their path's bucket and the path's index as
 answers neutral, datagrams the fabric trimmed with d set. It is the userspace stand-in for an L2
 tag (uet.fabric.relay): the endpoints must strip it (``uet recv --csig TYPE``, ``uet send --csig
 TYPE``); ``--pcap`` shows it as an L2 tag. The receiver reflects the tags to the sender with the
-EVs it saw: the relay's ports, unless ``--preserve-entropy --back ADDR`` keeps the senders' own
-(then the sender's path choice can use them; its congestion control uses them either way).
+EVs it saw, the senders' own (the relay keeps them), so the sender's path choice and congestion
+control can use them.
 
 A per-path table goes to stderr every ``--interval`` seconds (rich if installed, else plain text).
 With ``--json``, stdout holds exactly one JSON object on one line when the fabric stops (Ctrl-C,
@@ -100,10 +112,12 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--listen", type=hostport, default=("127.0.0.1", 4793), metavar="ADDR:PORT",
-                   help="front address senders send to (default 127.0.0.1:4793; port 0 picks one)")
+    p.add_argument("--listen", type=lambda t: hostport(t, 0), default=None, metavar="ADDR",
+                   help="front address senders send to, at the UET port (default: the first free "
+                        "of 127.0.0.2, 127.0.0.3, ... when --to is on loopback); a port, if "
+                        "given, must be --to's")
     p.add_argument("--to", type=cliargs.peer, required=True, metavar="ADDR:PORT",
-                   help="the receiver's UET address")
+                   help="the receiver's address and the UET port (default 4793)")
     add_model_arguments(p)
     p.add_argument("--reorder-delay", type=cliargs.delay_us, default=None, metavar="US",
                    help="largest extra delay of a reordered or duplicated packet, microseconds "
@@ -118,9 +132,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ecmp", choices=("hash", "mod"), default="hash",
                    help="entropy -> path: salted hash (default) or entropy %% paths")
     p.add_argument("--preserve-entropy", action="store_true",
-                   help="relay ports equal the senders' entropy ports (needs --back on another address)")
+                   help="no effect (kept for old command lines): the relay always keeps the "
+                        "senders' entropy source ports")
     p.add_argument("--back", type=cliargs.ip_address, metavar="ADDR", default=None,
-                   help="relay-side source address toward --to (default: the route's source)")
+                   help="the relay's address towards --to, where the receiver's answers come at "
+                        "the UET port (default: the listen address)")
+    p.add_argument("--mtu", type=cliargs.payload_mtu, default=None, metavar="N",
+                   help="payload bytes per packet the paths carry, from 256 (the reference "
+                        "provider's are 1024, 2048, 4096 and 8192); longer datagrams are dropped "
+                        "and counted too_big (default: what fits the MTU of the route to --to, "
+                        "8192 on loopback)")
     add_degrade_argument(p)
     add_csig_arguments(p, what="each path measures and every datagram sent to an endpoint "
                                "starts with the 4-byte tag (the endpoints need --csig too)")
@@ -128,7 +149,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "in microseconds, e.g. 1000", open_lo=True), default=CSIG_INTERVAL_US,
                    metavar="US", help="time constant of the utilisation ABW and ABW/C measure, "
                                       f"microseconds (default {CSIG_INTERVAL_US:g})")
-    p.add_argument("--pcap", metavar="FILE", help="write every forwarded datagram (both directions)")
+    p.add_argument("--pcap", metavar="FILE", help="write every forwarded datagram, both directions, "
+                                                  "as a tap between the relay and --to sees them")
     p.add_argument("--interval", type=cliargs.seconds, default=1.0,
                    help="seconds between per-path tables on stderr (0: none; default 1)")
     p.add_argument("--duration", type=cliargs.seconds, default=0.0, help="stop after this many seconds (0: run until interrupted)")
@@ -173,6 +195,8 @@ def config_from_args(args: argparse.Namespace) -> FabricConfig:
         kw["csig"] = args.csig
     if g("csig_interval"):
         kw["csig_interval_us"] = args.csig_interval
+    if g("mtu"):
+        kw["mtu"] = args.mtu
     return FabricConfig(**kw)
 
 
@@ -254,10 +278,11 @@ async def _serve(args: argparse.Namespace, cfg: FabricConfig, err: TextIO,
                  pcap: IO[bytes] | None) -> dict[str, Any]:
     wall0 = time.time()
     async with open_fabric(listen=args.listen, to=args.to, config=cfg, capture=pcap) as fab:
+        back = f" (answers at {fab.back_host})" if fab.back_host != fab.host else ""
         host = f"[{fab.host}]" if ":" in fab.host else fab.host
         to = f"[{args.to[0]}]" if ":" in args.to[0] else args.to[0]
-        print(f"uet fabric: listening on {host}:{fab.port}, forwarding to {to}:{args.to[1]} "
-              f"over {cfg.paths} paths (seed {cfg.seed})", file=err, flush=True)
+        print(f"uet fabric: listening on {host}:{fab.port}{back}, forwarding to {to}:{args.to[1]} "
+              f"over {cfg.paths} paths (seed {cfg.seed}, --mtu {cfg.mtu})", file=err, flush=True)
         table = _Table(err) if args.interval > 0 else None
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
             with trio.move_on_after(args.duration if args.duration > 0 else float("inf")):
@@ -290,8 +315,15 @@ def run_command(args: argparse.Namespace) -> int:
         cliargs.check_fail_paths(args)
         check_degrade(args)
         cliargs.check_same_family("--back", args.back, args.to[0], "--to")
+        if args.listen is not None:
+            cliargs.check_same_family("--listen", args.listen[0], args.to[0], "--to")
+            if args.listen[1] not in (0, args.to[1]):
+                raise cliargs.UsageError(f"argument --listen: port {args.listen[1]}: the relay "
+                                         f"keeps the UET port, {args.to[1]} (--to's), of every "
+                                         "datagram (uet-facts A.1); give the address alone")
         cliargs.check_marking(FabricConfig.kmin_bytes if args.kmin is None else args.kmin,
                               FabricConfig.kmax_bytes if args.kmax is None else args.kmax)
+        args.mtu = cliargs.resolve_mtu(args.mtu, peer=args.to[0], csig=bool(args.csig))
         try:
             cfg = config_from_args(args)
         except ValueError as e:  # FabricConfig's own checks, should they go further
@@ -299,8 +331,13 @@ def run_command(args: argparse.Namespace) -> int:
         pcap = cliargs.open_output(args.pcap) if args.pcap is not None else None
     except cliargs.UsageError as exc:
         return exc.report("uet fabric", err)
+    from ..ownaddr import LocalAddressError
+
     try:
         summary = trio.run(_serve, args, cfg, err, pcap)
+    except LocalAddressError as e:  # uet.ownaddr O2: one line, a configuration error
+        print(f"uet fabric: {e}", file=err)
+        return 2
     except OSError as e:
         print(f"uet fabric: {e}", file=err)
         return 1

@@ -56,17 +56,23 @@ class FabricConfig(NetConfig):
     slack_us: float = 1000.0                    # release what is due this soon (timer resolution)
     max_flows: int = 4096                       # sender (addr, port) pairs mapped at once
     rcvbuf: int = 4 << 20                       # SO_RCVBUF(FORCE) of the relay's sockets
-    preserve_entropy: bool = False              # bind relay-side sockets to the sender's port number
-    back_host: str | None = None                # relay-side source address (None: route to `to`)
+    preserve_entropy: bool = False              # no effect: the relay always keeps the EVs (A.1)
+    back_host: str | None = None                # where the receiver's answers come (None: listen's)
     verify_crc: bool = True                     # False: rewrite the trailer incrementally, no check
     degrade_paths: list[tuple[int, float]] = field(default_factory=list)  # (path, fraction of rate)
     csig: str | None = None                     # L1-L4: a name of uet.cms.csig.TYPE_BY_NAME; None off
     csig_interval_us: float = CSIG_INTERVAL_US  # L1: the utilisation's time constant
     csig_delay_unit_us: float | None = None     # L3: None: a full queue at the rate / 31
     csig_ethertype: int = CSIG_ETHERTYPE        # the tag's TPID (E.4: not fixed)
+    # A.1 (DF, no IP fragments): the payload bytes per packet the paths carry; a datagram longer
+    # than the largest one of such a payload (uet.mtu.packet_overhead with TSS and a CSIG tag) is
+    # dropped and counted too_big, as a switch drops a frame above its MTU. None: no limit
+    mtu: int | None = None
 
     def validate(self) -> None:
         super().validate()
+        if self.mtu is not None and self.mtu < 1:
+            raise ValueError("mtu must be at least 1 payload byte per packet")
         self.degrade_paths = [(int(i), float(f)) for i, f in self.degrade_paths]
         for i, f in self.degrade_paths:
             if not 0 <= i < self.paths:

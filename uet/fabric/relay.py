@@ -1,21 +1,37 @@
 """The live loopback fabric (design.md "Test beds" 2): a trio UDP relay that applies the path model
 of :mod:`uet.fabric.paths` to real datagrams between a real sender and a real receiver.
 
-Addressing, NAT-style:
+Addressing, as a router between two addresses (uet-facts A.1, H.1 #19: every UET datagram goes
+to UDP destination port = the UET port, its source port is the entropy value, EV, and an answer
+copies its request's EV into its own source port):
 
-* The relay listens on one *front* socket (``listen``); senders use it as their UET destination.
-* Each sender (address, source port) - a *flow* - gets one relay-side (*back*) socket of its own,
-  so the mapping is 1:1 and the sender's entropy value (its UDP source port) still selects the
-  path: ``path = hash(entropy) % paths`` (or ``entropy % paths``, ``FabricConfig.ecmp``). The
-  back socket sends the flow's datagrams to the receiver (``to``) from its own port, which the
-  receiver sees as the entropy. With ``preserve_entropy`` the back socket is bound to the sender's
-  port number (on ``back_host``, which must then be another address than the sender's), so the
-  receiver sees the very same entropy value.
-* Whatever arrives on a back socket (the receiver's ACKs, NACKs, responses) goes back to the
-  flow's sender, to its entropy port, from the front socket - so from the address and port the
-  sender sent to. Answers take their flow's path, on that path's reverse link (symmetric ECMP).
+* The relay keeps both ports and rewrites only the addresses. It receives at (the *front*
+  address, UET port), where senders send, and at (the *back* address, UET port), where the
+  receiver's answers come; the UET port is ``to``'s. ``listen`` names the front address (default:
+  the first free loopback address, uet.ownaddr), ``FabricConfig.back_host`` the back one
+  (default: the front's, one socket for both: what comes from the receiver's address is an
+  answer). A request (S, EV) -> (front, P) leaves as (back, EV) -> (R, P); an answer
+  (R, EV) -> (back, P) leaves as (front, EV) -> (S, P). ``FabricConfig.preserve_entropy`` (what
+  this always does now) is kept and does nothing.
+* A *flow* is one sender (address, EV): its path is ``hash(EV) % paths`` (or ``EV % paths``,
+  ``FabricConfig.ecmp``) in both directions, since the EV is the source port of a request and
+  of its answers alike. Its requests leave from a socket bound to (back, EV), its answers from
+  one bound to (front, EV) (never read; the same socket when front and back are one address).
+* The back side tells the flows apart by the EV alone: a flow whose EV another flow already has
+  there, or whose EV the relay cannot bind, gets another port on the back side
+  (``entropy_remapped``; the receiver echoes that port, which the relay maps back, and
+  :meth:`Fabric.entropy_of` tells a sender which EV of its own it stands for). An answer-side
+  port that cannot be bound sends the flow's answers from the front UET socket
+  (``ev_unbound``). A datagram from the receiver on a port no flow has (the receiver initiating,
+  such as an RMA read's data) opens a flow towards the sender whose flow opened last
+  (``unrouted`` when none has).
 
-Because the relay rewrites addresses and ports it rewrites the CRC-32C trailer of every datagram
+A capture (``capture``) shows the link between the relay and the receiver, both directions, as a
+tap there would: the requests as the relay sends them on, the answers as the receiver sent them
+(from (R, EV) to (back, P), their arriving trailer), each after what its path did to it; so one
+conversation's frames share one pair of addresses.
+
+Because the relay rewrites addresses (and a remapped port) it rewrites the CRC-32C trailer of every datagram
 it forwards, as a NAT recomputes checksums (design.md "Defaults", uet-facts A.3): the incoming
 trailer is verified against the hop it arrived on; when it holds, the trailer is replaced by the
 one for the hop it leaves on, else the datagram goes on with its bytes unchanged (the receiver
@@ -27,9 +43,9 @@ new trailer is the old one XOR a per-(flow, length) constant: one CRC pass per d
 
 DSCP and ECN: the TOS byte of each arriving datagram comes from IP_RECVTOS (IPV6_RECVTCLASS); what
 leaves carries the TOS the model decided (trimmed: DSCP 11; CE when marked), set per datagram with
-an IP_TOS (IPV6_TCLASS) control message on ``sendmsg`` unless it equals the socket's default
-(data sockets: DSCP 0 + ECT(0); the front socket: DSCP 46, Not-ECT). UDP checksum 0 on send
-(SO_NO_CHECK; UDP_NO_CHECK6_TX/RX for IPv6).
+an IP_TOS (IPV6_TCLASS) control message on ``sendmsg`` unless it equals the socket's default (the
+one it was opened for: DSCP 0 + ECT(0) for requests, DSCP 46 Not-ECT for answers and the UET
+sockets). UDP checksum 0 on send (SO_NO_CHECK; UDP_NO_CHECK6_TX/RX for IPv6).
 
 CSIG (uet-facts E.4; ``FabricConfig.csig``, ``uet fabric --csig TYPE``): each link measures what a
 switch port would and tags what it forwards (rules L1-L4 of :mod:`uet.fabric.paths`). On a real
@@ -46,6 +62,9 @@ where the tag is L2; captures (``capture``) show it where it belongs, as an L2 t
 addresses with the frame's own EtherType inside. A datagram that arrives at the relay already
 tagged (a relay behind another one) has its tag taken off and used as the start of the compare
 and replace (C3), as a second switch would; with CSIG off the relay passes datagrams unchanged.
+
+No IP fragments (uet-facts A.1): the relay's sockets set DF (uet.io.sockets), and with
+``FabricConfig.mtu`` a datagram longer than the paths carry is dropped and counted ``too_big``.
 
 Performance (design.md "Performance"): one receive task per socket, never one per datagram; each
 waits until its socket is readable, then drains it until it would block (at most ``BATCH`` at a
@@ -80,15 +99,18 @@ from ..io.sockets import is_wildcard as _wildcard
 from ..io.sockets import IP_PKTINFO, IPV6_PKTINFO, IPV6_TCLASS
 from ..io.sockets import source_for as _source_for
 from ..io.sockets import udp_socket
+from ..ownaddr import bind_own
 from ..wire.build import DSCP_CONTROL, DSCP_TRIMMED, ECT0
 from ..wire.trailer import rewrite_mask, udp_seed
 from .capture import CaptureFn, FrameBuilder, PcapCapture
 from ..net import Ecmp
 from ..cms.csig import behind, tpid_bytes
+from ..mtu import IPV4_LEN, IPV6_LEN, packet_overhead
 from .paths import COUNTERS, DIRECTIONS, FWD, INF, NOT_SUMMED, REV, ETH_LEN, UDP_LEN, \
     FabricConfig, Link, Releases, flow_rng
 
 BATCH = 512                # datagrams drained per wake-up before yielding
+EV_RCVBUF = 4096           # the EV sockets are never read
 RELEASE_EVERY = 32         # send what is due after this many datagrams of a batch
 RECV_SIZE = 65536
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
@@ -148,6 +170,16 @@ class Hop:
         self.crc[key] = e
         return e
 
+    def as_arrived(self, data: bytes, tos: int) -> bytes:
+        """``data`` (as sent on) with the trailer it arrived with, for the capture: the rewrite
+        is an XOR, so it is undone by the same mask. A trimmed or TSS datagram has no trailer;
+        one that arrived with a bad trailer (passed unchanged) shows another bad one."""
+        n = len(data)
+        e = self.crc.get((self.src_addr, n))
+        if e is None or n < 4 or tos >> 2 == DSCP_TRIMMED or data[0] >> 3 == 1:
+            return data
+        return data[:-4] + (int.from_bytes(data[-4:], "big") ^ e[1]).to_bytes(4, "big")
+
     def rewrite(self, data: bytes, link: Link) -> bytes:
         """``data`` with its trailer for this hop, or unchanged (``crc_bad``) when the trailer it
         arrived with does not verify for the hop it came on (``src_addr`` -> our socket)."""
@@ -172,8 +204,7 @@ class Flow:
     sender: tuple            # (host, port) as recvmsg reported it
     entropy: int             # the sender's source port
     path: int
-    back: socket.socket
-    back_port: int
+    back_port: int           # its source port on the back side (the EV unless remapped)
     fwd: Hop
     rev: Hop
 
@@ -187,17 +218,34 @@ class Fabric:
     are bound at once, so :attr:`port` is known), ``await nursery.start(fab.run)``, and call
     :meth:`close` after the nursery is done with it."""
 
-    def __init__(self, listen: tuple[str, int], to: tuple[str, int], config: FabricConfig | None = None,
-                 capture: CaptureFn | None = None):
+    def __init__(self, listen: tuple[str | None, int] | None, to: tuple[str, int],
+                 config: FabricConfig | None = None, capture: CaptureFn | None = None):
         self.cfg = cfg = config or FabricConfig()
         cfg.validate()
-        self.listen_host = _canon(listen[0])
         self.to = (_canon(to[0]), int(to[1]))
-        self.back_host = _canon(cfg.back_host) if cfg.back_host else _canon(_source_for(*self.to))
-        self._front_wild = _wildcard(self.listen_host)
-        self.front = udp_socket(self.listen_host, int(listen[1]), tos=TOS_CONTROL, rcvbuf=cfg.rcvbuf)
-        self.port: int = self.front.getsockname()[1]
+        self.port: int = self.to[1]  # the UET port, kept for every datagram (A.1)
+        lhost, lport = listen if listen is not None else (None, 0)
+        if lport not in (0, self.port):
+            raise ValueError(f"listen port {lport}: the relay keeps the UET port of every "
+                             f"datagram, {self.port} (the port of --to; uet-facts A.1)")
+        self.front, self.listen_host = bind_own(
+            lambda a: udp_socket(a, self.port, tos=TOS_CONTROL, rcvbuf=cfg.rcvbuf), port=self.port,
+            local=lhost, peer=self.to[0], option="--listen", who="the relay")
         self.host: str = self.listen_host
+        self._front_wild = _wildcard(self.listen_host)
+        self.back_host = (_canon(cfg.back_host) if cfg.back_host else self.listen_host
+                          if not self._front_wild else _canon(_source_for(*self.to)))
+        self.back: socket.socket | None = None  # the back UET socket, when not the front's
+        if self.back_host != self.listen_host:
+            try:
+                self.back = udp_socket(self.back_host, self.port, tos=TOS_CONTROL,
+                                       rcvbuf=cfg.rcvbuf)
+            except BaseException:
+                self.front.close()
+                raise
+        self._ev: dict[tuple[str, int], tuple[socket.socket, int]] = {}  # (addr, port) -> (sock, tos)
+        self._by_back_port: dict[int, Flow] = {}  # the back side's source port -> its flow
+        self._last_sender: str | None = None
         self.ecmp = Ecmp(cfg)
         self.releases = Releases(cfg.slack_us * 1e-6, self._wake)
         ov = {socket.AF_INET: ETH_LEN + 20 + UDP_LEN, socket.AF_INET6: ETH_LEN + 40 + UDP_LEN}
@@ -205,12 +253,16 @@ class Fabric:
         self.links = [[Link(cfg, p, FWD, self.releases, overhead=ov_f) for p in range(cfg.paths)],
                       [Link(cfg, p, REV, self.releases, overhead=ov_r) for p in range(cfg.paths)]]
         self.flows: dict[tuple, Flow] = {}
-        self._entropy_by_port: dict[int, int] = {}  # relay (back) port -> the sender's entropy
         self._tpid = tpid_bytes(cfg.csig_ethertype) if cfg.csig_type is not None else None
         self.capture = capture
         self._frames = FrameBuilder() if capture is not None else None
         self.stats = {"flows_opened": 0, "flow_limit_drops": 0, "flow_errors": 0, "truncated": 0,
-                      "recv_errors": 0, "entropy_remapped": 0, "csig_tagged_in": 0}
+                      "recv_errors": 0, "entropy_remapped": 0, "csig_tagged_in": 0, "too_big": 0,
+                      "ev_unbound": 0, "unrouted": 0}
+        # FabricConfig.mtu (A.1): the longest UDP payload the paths carry
+        v6 = _family(self.to[0]) == socket.AF_INET6
+        self.max_udp = (INF if cfg.mtu is None else cfg.mtu - (IPV6_LEN if v6 else IPV4_LEN)
+                        - UDP_LEN + packet_overhead(ipv6=v6, tss=True, csig=True))
         self.t0 = 0.0
         self._nursery: trio.Nursery | None = None
         self._cs: trio.CancelScope | None = None
@@ -221,12 +273,12 @@ class Fabric:
     # --- public -------------------------------------------------------------------------
     def path_of(self, port: int, host: str | None = None) -> int:
         """The path of a sender whose source port (its entropy) is ``port``: ECMP on the
-        entropy (uet.net.Ecmp); its answers take the same path back."""
+        entropy (uet.net.Ecmp); its answers, which carry the same EV, take the same path back."""
         return self.ecmp.entropy_path(port)
 
     @property
     def address(self) -> tuple[str, int]:
-        """Where senders send (the front socket)."""
+        """Where senders send (the front address, the UET port)."""
         return (self.host, self.port)
 
     def now(self) -> float:
@@ -246,11 +298,12 @@ class Fabric:
         return f.describe() if f else None
 
     def entropy_of(self, port: int) -> int:
-        """The entropy (source port) of the sender whose flow leaves by relay port ``port``, or
-        ``port`` itself when no flow does: what a receiver sees as the entropy of a request
-        (without ``preserve_entropy``) mapped back to the sender's own value, so that a sender
-        in this process can read the EVs a CSIG reflection names (uet.io ``ev_alias``)."""
-        return self._entropy_by_port.get(port, port)
+        """The entropy (source port) of the sender whose flow leaves the back side by ``port``, or
+        ``port`` itself: what a receiver sees as the EV of a request (a remapped one) mapped back
+        to the sender's own, so that a sender in this process can read the EVs a CSIG reflection
+        names (uet.io ``ev_alias``)."""
+        f = self._by_back_port.get(port)
+        return f.entropy if f is not None else port
 
     def flow_list(self) -> list[dict[str, Any]]:
         return [f.describe() for f in self.flows.values()]
@@ -310,7 +363,9 @@ class Fabric:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._scheduler)
-                nursery.start_soon(self._recv_loop, self.front, self._on_front)
+                nursery.start_soon(self._recv_loop, self.front, self._on_uet)
+                if self.back is not None:
+                    nursery.start_soon(self._recv_loop, self.back, self._on_uet)
                 task_status.started(self)
         finally:
             self._nursery = None
@@ -319,9 +374,12 @@ class Fabric:
         if self._closed:
             return
         self._closed = True
-        for f in self.flows.values():
-            f.back.close()
-        self.front.close()
+        for sock, _ in self._ev.values():
+            sock.close()
+        self._ev.clear()
+        for sock in (self.front, self.back):
+            if sock is not None:
+                sock.close()
 
     # --- internals ----------------------------------------------------------------------
     def _wake(self, w: float) -> None:
@@ -349,7 +407,7 @@ class Fabric:
 
     def _release(self, now: float) -> None:
         """Send every datagram due by ``now`` (within the slack), in time order: a run of
-        ``RUN_MIN`` or more for one socket (the answers on the front socket, one flow's requests)
+        ``RUN_MIN`` or more for one socket (one flow's requests, or its answers)
         in one ``sendmmsg`` where the C twin serves (uet.native.sockbatch), a shorter one with
         ``sendto`` / ``sendmsg`` each. What a socket that would block did not send goes back on
         the heap, where it was, and the scheduler waits until that socket is writable."""
@@ -414,10 +472,14 @@ class Fabric:
         link.bytes += len(data)
         cap = self.capture
         if cap is not None:
+            src, dst, sport, dport = hop.src, hop.dst, hop.sport, hop.dport
+            if link.direction == REV:  # shown on the receiver's side of the relay, as it left R
+                (src, sport), dst, dport = hop.src_addr[:2], hop.in_dst, hop.in_dport
+                data = hop.as_arrived(data, tos)
             if link.csig is not None:  # the tag ahead of the UET bytes is an L2 tag
-                frame = self._frames.tagged_frame(hop.src, hop.dst, hop.sport, hop.dport, tos, data)
+                frame = self._frames.tagged_frame(src, dst, sport, dport, tos, data)
             else:
-                frame = self._frames.frame(hop.src, hop.dst, hop.sport, hop.dport, tos, data)
+                frame = self._frames.frame(src, dst, sport, dport, tos, data)
             cap(time.time(), frame)
 
     async def _recv_loop(self, sock: socket.socket, handle: Callable[..., None]) -> None:
@@ -441,6 +503,9 @@ class Fabric:
                     if truncated:
                         stats["truncated"] += 1
                         continue
+                    if len(data) > self.max_udp:  # FabricConfig.mtu: above the paths' MTU
+                        stats["too_big"] += 1
+                        continue
                     handle(data, tos, dst, (src, sport), clock())
                 k = len(got) + errors
                 n += k
@@ -449,13 +514,20 @@ class Fabric:
                 self._release(clock())
             self._release(clock())
 
-    def _on_front(self, data: bytes, tos: int, dst: str | None, addr: tuple, now: float) -> None:
-        flow = self.flows.get(addr)
-        if flow is None:
-            flow = self._new_flow(addr, dst)
+    def _on_uet(self, data: bytes, tos: int, dst: str | None, addr: tuple, now: float) -> None:
+        """A datagram at a UET socket: from the receiver's address an answer (or a request of the
+        receiver's own), found by its source port on the back side; from anyone else a sender's,
+        found by (address, EV)."""
+        if addr[0] == self.to[0]:
+            flow = self._by_back_port.get(addr[1]) or self._receiver_flow(addr[1])
             if flow is None:
                 return
-        hop = flow.fwd
+            hop = flow.rev
+        else:
+            flow = self.flows.get(addr) or self._new_flow(addr, dst)
+            if flow is None:
+                return
+            hop = flow.fwd
         hop.src_addr = addr
         tag = None
         if self._tpid is not None:
@@ -465,22 +537,25 @@ class Fabric:
         skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
         hop.link.forward(now, data, tos, hop, hop.rng, None if skip else hop.rewrite, tag)
 
-    def _on_back(self, flow: Flow) -> Callable[..., None]:
-        hop = flow.rev
-        link, rng, rewrite = hop.link, hop.rng, hop.rewrite  # looked up once per flow
-        tpid, stats = self._tpid, self.stats
+    def _receiver_flow(self, port: int) -> Flow | None:
+        """A datagram from the receiver on a port no flow has: the receiver initiates (an RMA
+        read's data); it opens a flow of that EV towards the sender whose flow opened last."""
+        if self._last_sender is None:
+            self.stats["unrouted"] += 1
+            return None
+        return self._new_flow((self._last_sender, port), None)
 
-        def handle(data: bytes, tos: int, dst: str | None, addr: tuple, now: float) -> None:
-            hop.src_addr = addr
-            tag = None
-            if tpid is not None:
-                tag, data = behind(data, tpid)  # tagged upstream (L4)
-                if tag is not None:
-                    stats["csig_tagged_in"] += 1
-            skip = (tos >> 2) == DSCP_TRIMMED or (data and data[0] >> 3 == 1)
-            link.forward(now, data, tos, hop, rng, None if skip else rewrite, tag)
-
-        return handle
+    def _ev_socket(self, addr: str, port: int, tos: int) -> tuple[socket.socket, int] | None:
+        """(a socket bound to (``addr``, ``port``), its default TOS) from the relay's pool, bound
+        on first use (port 0: a new ephemeral one); None when it cannot be bound."""
+        got = self._ev.get((addr, port)) if port else None
+        if got is None:
+            try:
+                sock = udp_socket(addr, port, tos=tos, rcvbuf=EV_RCVBUF)
+            except OSError:
+                return None
+            got = self._ev[(addr, sock.getsockname()[1])] = (sock, tos)
+        return got
 
     def _new_flow(self, addr: tuple, dst: str | None) -> Flow | None:
         cfg = self.cfg
@@ -491,39 +566,40 @@ class Fabric:
         front_ip = _canon(dst) if (self._front_wild and dst) else self.listen_host
         if self._front_wild and not dst:
             front_ip = _canon(_source_for(host, port))
-        back = None
-        try:
-            if cfg.preserve_entropy:
-                try:
-                    back = udp_socket(self.back_host, port, tos=TOS_DATA, rcvbuf=cfg.rcvbuf)
-                except OSError:
-                    self.stats["entropy_remapped"] += 1
-            if back is None:
-                back = udp_socket(self.back_host, 0, tos=TOS_DATA, rcvbuf=cfg.rcvbuf)
-        except OSError:
-            self.stats["flow_errors"] += 1
-            return None
-        back_port = back.getsockname()[1]
-        path = self.ecmp.entropy_path(port)  # uet.net: ECMP on the sender's entropy
-        index = self.stats["flows_opened"]
+        # the back side keeps the EV, unless another flow has it there or it cannot be bound
+        fwd_s = None if port in self._by_back_port else self._ev_socket(self.back_host, port,
+                                                                        TOS_DATA)
+        if fwd_s is None:
+            fwd_s = self._ev_socket(self.back_host, 0, TOS_DATA)
+            if fwd_s is None:
+                self.stats["flow_errors"] += 1
+                return None
+            self.stats["entropy_remapped"] += 1
+        back_port = fwd_s[0].getsockname()[1]
+        rev_s = self._ev_socket(front_ip, port, TOS_CONTROL)
         extra = []
-        if self._front_wild:
-            if self.front.family == socket.AF_INET6:
-                extra = [(socket.IPPROTO_IPV6, IPV6_PKTINFO, socket.inet_pton(socket.AF_INET6, front_ip) + bytes(4))]
-            else:
-                extra = [(socket.IPPROTO_IP, IP_PKTINFO, bytes(4) + socket.inet_pton(socket.AF_INET, front_ip) + bytes(4))]
-        fwd = Hop(back, self.to, self.links[FWD][path], flow_rng(cfg.seed, FWD, index), TOS_DATA,
-                  in_dst=front_ip, in_dport=self.port, src=self.back_host, sport=back_port,
-                  verify=cfg.verify_crc)
-        rev = Hop(self.front, addr, self.links[REV][path], flow_rng(cfg.seed, REV, index),
-                  TOS_CONTROL, in_dst=self.back_host, in_dport=back_port, src=front_ip,
-                  sport=self.port, verify=cfg.verify_crc, extra_cmsg=extra)
-        flow = Flow(addr, port, path, back, back_port, fwd, rev)
+        if rev_s is None:  # the answers leave from the front UET socket (its port, not the EV)
+            self.stats["ev_unbound"] += 1
+            rev_s = (self.front, TOS_CONTROL)
+            if self._front_wild:
+                if self.front.family == socket.AF_INET6:
+                    extra = [(socket.IPPROTO_IPV6, IPV6_PKTINFO, socket.inet_pton(socket.AF_INET6, front_ip) + bytes(4))]
+                else:
+                    extra = [(socket.IPPROTO_IP, IP_PKTINFO, bytes(4) + socket.inet_pton(socket.AF_INET, front_ip) + bytes(4))]
+        path = self.ecmp.entropy_path(port)  # uet.net: ECMP on the EV, both directions
+        index = self.stats["flows_opened"]
+        fwd = Hop(fwd_s[0], self.to, self.links[FWD][path], flow_rng(cfg.seed, FWD, index),
+                  fwd_s[1], in_dst=front_ip, in_dport=self.port, src=self.back_host,
+                  sport=back_port, verify=cfg.verify_crc)
+        rev = Hop(rev_s[0], (host, self.port), self.links[REV][path],
+                  flow_rng(cfg.seed, REV, index), rev_s[1], in_dst=self.back_host,
+                  in_dport=self.port, src=front_ip, sport=rev_s[0].getsockname()[1],
+                  verify=cfg.verify_crc, extra_cmsg=extra)
+        flow = Flow(addr, port, path, back_port, fwd, rev)
         self.flows[addr] = flow
-        self._entropy_by_port[back_port] = port
+        self._by_back_port[back_port] = flow
+        self._last_sender = host
         self.stats["flows_opened"] += 1
-        if self._nursery is not None:
-            self._nursery.start_soon(self._recv_loop, back, self._on_back(flow))
         return flow
 
 
@@ -540,14 +616,17 @@ def _add(acc: dict[str, Any], s: dict[str, Any]) -> None:
 
 
 @asynccontextmanager
-async def open_fabric(listen: tuple[str, int] = ("127.0.0.1", 0), to: tuple[str, int] = ("127.0.0.1", 4793),
+async def open_fabric(listen: tuple[str | None, int] | None = None,
+                      to: tuple[str, int] = ("127.0.0.1", 4793),
                       config: FabricConfig | None = None, *, capture: Capture = None) -> AsyncIterator[Fabric]:
     """Run a live fabric for the body of the ``async with``::
 
-        async with open_fabric(listen=("127.0.0.1", 0), to=("127.0.0.1", 4793),
+        async with open_fabric(to=("127.0.0.1", 4793),
                                config=FabricConfig(paths=4, loss=0.01)) as fab:
-            ...  # senders send to fab.address (fab.port); fab.counters() at any time
+            ...  # senders send to fab.address, at the UET port; fab.counters() at any time
 
+    ``listen``: (front address or None, 0 or the UET port); None or no address: the first free
+    loopback address (uet.ownaddr).
     ``capture`` is a callback ``(wall_time, ethernet_frame)`` called for every datagram the fabric
     sends on (both directions), or a path / binary file to write a pcap to (linktype 1).
     """

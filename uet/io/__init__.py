@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 LIVE_CC_RTT_US = 1000.0
 LIVE_CC_RATE_GBPS = 10.0
 
-__all__ = ["LiveEndpoint", "Message", "SendFailed", "SendResult", "SesFailed", "open_endpoint"]
+__all__ = ["LiveEndpoint", "Message", "SendFailed", "SendResult", "SesFailed", "TooBig",
+           "open_endpoint"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .endpoint import LiveEndpoint, Message, SendFailed, SendResult, SesFailed, open_endpoint
+    from .endpoint import (LiveEndpoint, Message, SendFailed, SendResult, SesFailed, TooBig,
+                           open_endpoint)
 
 
 def __getattr__(name: str) -> Any:

@@ -7,6 +7,16 @@ message on stderr, writes the data with ``--out``, stops after ``--count N`` mes
 cover exactly what reached ``--out``, however it stops; when a write fails (a full disk) it says
 so in one line and exits 1, the summary with ``"ok": false`` and ``"error"``.
 
+Ports and addresses (uet-facts A.1, H.1 #19): every UET datagram, requests and answers alike, goes
+to UDP destination port = the UET port, so every endpoint receives on (its own address, UET port).
+``uet recv`` takes both from ``--bind``. In ``uet send --to ADDR:PORT`` the port is the fabric's
+UET port (``--uet-port N`` overrides it): the sender receives the answers on that same port at an
+address of its own, ``--local ADDR``, by default - when the receiver is on loopback - the first
+free loopback address (127.0.0.2, 127.0.0.3, ...; IPv6 has only ::1 until ``ip -6 addr add
+::2/128 dev lo`` adds another), else the route's source address. A receiver bound to the wildcard
+address holds the UET port on every address of its host, so a sender there cannot bind: bind the
+receiver to one address. These say so in one line, exit status 2.
+
 ``uet send --to ADDR:PORT (FILE | --bytes N)`` sends the data (one message per ``--message-size``
 bytes, one after the other, so that ``uet recv --out`` writes the bytes in order in both delivery
 modes; only one message is in memory at a time) and exits 0 once every byte is acknowledged; 1
@@ -29,14 +39,24 @@ every kind of uet.multipath.SELECTOR_KINDS (rr, random, single, reps, oblivious)
 --csig`` puts ahead of each datagram (without it they are stripped, counted as ``csig_unasked``
 and ignored, so a misconfigured pair still works; a datagram too short to hold a tag counts as
 ``csig_bad``); the receiver reflects them in its ACKs, the sender's ``--spray`` policy and
-congestion control use them. The receiver names the EVs it saw: through a relay that rewrites
-ports, the relay's, unless ``uet fabric --preserve-entropy --back ADDR`` keeps the sender's own.
+congestion control use them. The receiver names the EVs it saw, the sender's own: ``uet fabric``
+keeps every datagram's source port (A.1).
 
 Transport security (both commands; uet-facts B.15, F; uet.tss.options O1-O4): ``--sd-key FILE``
 turns TSS on, both ends with the same key file (``--sdi``, ``--tss-mode`` alike). Each process
 takes a fresh epoch from ``FILE.epoch`` so that no IV repeats; a datagram that is not TSS or does
 not authenticate is dropped and counted under its own name (``tss_*`` in ``--json`` stats, and
 on the receiver's last line).
+
+Payload per packet (both commands; uet-facts A.1): ``--mtu N`` payload bytes per packet (256 and
+up; the reference provider uses 1024, 2048, 4096 or 8192, and every end should use the same). By
+default the largest of those whose whole datagram fits: for ``uet send`` the MTU of the interface
+the route to ``--to`` uses, for ``uet recv`` the interface of ``--bind`` (1024 at MTU 1500, 8192 at
+9000 and on loopback). Every socket sets DF: a datagram too big for the route stops the command
+with one line naming the MTU and ``--mtu``, exit status 2, never a retransmission loop.
+``uet send --ses-header standard`` sends standard SES request headers only (next_hdr 3), as the
+reference provider requires; ``uet recv`` answers every peer in the header family it uses (no small
+response with data to a peer that sends standard headers, P3 of uet/ses/target.py).
 """
 
 from __future__ import annotations
@@ -173,6 +193,9 @@ def add_recv_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--paths", type=cliargs.sockets, default=1, metavar="N",
                    help="entropy sockets for this endpoint's own sends (default 1)")
     p.add_argument("--max-pdcs", type=cliargs.max_pdcs, default=1024, help="PDC limit (default 1024)")
+    cliargs.add_mtu_argument(p, where="the MTU of the interface of --bind (a wildcard: the "
+                                      "largest of the interfaces that are up); give both ends "
+                                      "the same")
     p.add_argument("--linger", type=cliargs.seconds, default=1.0, metavar="S",
                    help="with --count: wait up to S seconds for the initiators to close (default 1)")
     p.add_argument("--quiet", "-q", action="store_true", help="no per-message lines")
@@ -223,7 +246,7 @@ def _store(out: BinaryIO | None, data: bytes, total: Any,
 async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: Any) -> int:
     import trio
 
-    from .endpoint import open_endpoint
+    from .endpoint import TooBig, open_endpoint
 
     err = sys.stderr
     host, port = args.bind
@@ -233,9 +256,10 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: A
     first = last = None
     peers: set[str] = set()
     error = None
+    status = 1  # when error is set
     async with open_endpoint((host, port), paths=max(1, args.paths), seed=args.seed,
                              max_pdcs=args.max_pdcs, spray=args.spray, security=security,
-                             **cc_fields(args)) as ep:
+                             mtu=args.mtu, **cc_fields(args)) as ep:
         print(f"uet recv: listening on {_fmt_addr(host, ep.port)}", file=err, flush=True)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
@@ -249,7 +273,12 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: A
                     # receive() returns at once while messages wait, without a checkpoint: stop
                     # taking them once a signal came
                     await trio.lowlevel.checkpoint_if_cancelled()
-                    m = await ep.receive()
+                    try:
+                        m = await ep.receive()
+                    except TooBig as exc:  # M1 of uet.io.engine: exit 2
+                        error, status = exc.reason, 2
+                        print(f"uet recv: {error}", file=err, flush=True)
+                        break
                     peers.add(m.peer)
                     # a signal now must not part the counters from the file: the write and the
                     # counting finish together, and only what was written is counted
@@ -283,6 +312,7 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: A
     if args.json:
         obj = {"ok": error is None, "messages": n_msgs, "bytes": n_bytes,
                "sha256": total_hash.hexdigest(), "peers": sorted(peers), "span_s": round(span, 6),
+               "mtu": args.mtu,
                **cc, "tss": tss_summary(security), "stats": _jsonable(stats)}
         if error is not None:
             obj["error"] = error
@@ -291,7 +321,7 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: A
     print(f"uet recv: {n_msgs} messages, {n_bytes} bytes; nacks sent {stats.get('nacks_sent')}; "
           f"malformed {stats.get('malformed', 0)}, bad crc {stats.get('bad_crc', 0)}"
           + (_tss_drops(stats) if security is not None else ""), file=err, flush=True)
-    return 0 if error is None else 1
+    return 0 if error is None else status
 
 
 _WHY_DROPPED = {"tss_auth_failed": "failed authentication",
@@ -335,7 +365,8 @@ def _tss_drops(stats: dict) -> str:
 
 def add_send_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", type=cliargs.peer, required=True, metavar="ADDR:PORT",
-                   help=f"the receiver (port default {UET_UDP_PORT})")
+                   help=f"the receiver and the UET port (default {UET_UDP_PORT}), which this "
+                        "sender receives on too, at its own address (A.1)")
     p.add_argument("file", nargs="?", help="file to send (- for stdin)")
     p.add_argument("--bytes", type=cliargs.size, default=None, metavar="N",
                    help="send N seeded pseudo-random bytes instead of a file (k/m/g suffixes)")
@@ -349,9 +380,15 @@ def add_send_arguments(p: argparse.ArgumentParser) -> None:
                    help="bytes per message, at most 1GiB (default 64MiB); messages go one after "
                         "the other, and only one is in memory at a time")
     p.add_argument("--local", type=cliargs.ip_address, default=None, metavar="ADDR",
-                   help="local address (default: the route's source address towards --to)")
+                   help="this sender's own address, where it receives at the UET port (default: "
+                        "the first free of 127.0.0.2, 127.0.0.3, ... when --to is on loopback, "
+                        "else the route's source address towards --to)")
+    p.add_argument("--uet-port", type=cliargs.port, default=None, metavar="N",
+                   help="the UET port, if not the one --to names")
     p.add_argument("--job", type=cliargs.job, default=0, help="SES job id (default 0)")
     p.add_argument("--window", type=cliargs.window, default=None, help="send window in bytes")
+    cliargs.add_mtu_argument(p, where="the MTU of the interface the route to --to uses")
+    cliargs.add_ses_header_argument(p)
     add_cc_arguments(p, spray_default="rr")
     add_tss_arguments(p)
     p.add_argument("--seed", type=cliargs.seed, default=1,
@@ -414,14 +451,17 @@ class _Source:
 async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -> int:
     import trio
 
-    from .endpoint import SendFailed, open_endpoint
+    from ..ownaddr import LocalAddressError
+    from .endpoint import SendFailed, TooBig, open_endpoint
 
     err = sys.stderr
     host, port = args.to
+    port = args.uet_port or port  # the UET port (A.1)
     result: dict[str, Any] = {"ok": False, "bytes": source.total or 0, "wall_time_s": 0.0,
                               "goodput_MBps": 0.0, "packets_sent": 0, "retransmissions": 0,
                               "paths_used": 0, "sha256": None, "mode": args.mode,
-                              "to": _fmt_addr(host, port), "messages": 0, "acked_bytes": 0}
+                              "to": _fmt_addr(host, port), "messages": 0, "acked_bytes": 0,
+                              "mtu": args.mtu, "ses_header": args.ses_header}
     progress = _Progress(source.total, args.progress if args.progress is not None else err.isatty())
     status = 0
     error = None
@@ -435,8 +475,9 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
     try:
         async with open_endpoint(None, paths=args.paths, peer=host, local=args.local,
                                  peer_port=port, spray=args.spray, security=security,
-                                 **extra) as ep:
+                                 mtu=args.mtu, ses_header=args.ses_header, **extra) as ep:
             ep_ref = ep
+            result["local"] = _fmt_addr(*ep.address)
             mtu = ep.core.config.mtu
             with trio.move_on_after(args.timeout if args.timeout else float("inf")) as cs:
                 async with trio.open_nursery() as nursery:
@@ -458,9 +499,15 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
                             result["messages"] += 1
                             del msg  # one message in memory: drop it before reading the next
                         t_end = trio.current_time()
+                    except TooBig as exc:  # M1 of uet.io.engine: a usage error, exit 2
+                        error, status = exc.reason, 2
                     except SendFailed as exc:
                         error = f"transfer failed: {exc.reason}"
-                        error += _came_back(ep.stats, _fmt_addr(host, port))
+                        if ep.io["rx_not_uet_port"]:
+                            error += (f"; {_fmt_addr(host, port)} answered to our entropy ports, "
+                                      f"not to the UET port {port} (uet-facts A.1)")
+                        else:
+                            error += _came_back(ep.stats, _fmt_addr(host, port))
                         status = 1
                     except _ReadError as exc:
                         error = str(exc)
@@ -489,6 +536,9 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
                 result["goodput_MBps"] = round(acked / wall / 1e6, 3)
             if status:
                 ep.skip_close = True  # nothing to close gracefully after a failure
+    except LocalAddressError as exc:  # uet.ownaddr O2: one line, a configuration error
+        error = str(exc)
+        status = 2
     except OSError as exc:
         error = f"socket error: {exc}"
         status = 1
@@ -526,6 +576,8 @@ def run_recv(args: argparse.Namespace) -> int:
 
     try:
         security = security_from_args(args, role="server")
+        args.mtu = cliargs.resolve_mtu(args.mtu, bind=args.bind[0], tss=security is not None,
+                                       csig=bool(args.csig))
         out = _open_out(args)
     except cliargs.UsageError as exc:
         return exc.report("uet recv")
@@ -547,6 +599,8 @@ def run_send(args: argparse.Namespace) -> int:
             raise cliargs.UsageError("give a FILE or --bytes N (not both)")
         cliargs.check_same_family("--local", args.local, args.to[0], "--to")
         security = security_from_args(args, role="client")
+        args.mtu = cliargs.resolve_mtu(args.mtu, peer=args.to[0], tss=security is not None,
+                                       csig=bool(args.csig))
         try:
             source = _Source(args)
         except OSError as exc:

@@ -3,16 +3,35 @@ sockets, driven by trio; the socket engine is :mod:`uet.io.engine`, the API this
 
 This package (:mod:`uet.io`) is the only place trio appears (design.md principle 3).
 
-Sockets
-  * one *UET-port socket* (``bind``, default UDP 4793): requests from initiators arrive here, and
-    the core's answers (ACK, NACK, CLOSE_REQ) leave from it, so that they come from the port the
-    request was sent to and go to the port it came from (the initiator's entropy port, A.1, C.5);
+Sockets (uet-facts A.1, H.1 #19: every UET datagram, requests and answers alike, goes to UDP
+destination port = the UET port; its source port is the entropy value, and an answer copies the EV
+of the request it answers into its own source port)
+  * one *UET-port socket*, bound to (the endpoint's own address, the UET port): everything this
+    endpoint receives arrives here, requests and answers alike, initiators included. ``bind``
+    names it; ``bind=None`` (an initiator) binds (``local``, ``peer_port``), and without
+    ``local`` the first free loopback address when the peer is on loopback (uet.ownaddr O1:
+    127.0.0.2, 127.0.0.3, ...; a bind that cannot be done says why in one line, O2);
   * a pool of *entropy sockets*, one per entropy value: the UDP source port of each is the entropy
-    value the core chooses per packet (A.1, E.5). They are bound to the endpoint's local address
-    (``local``; ephemeral ports unless ``entropy_ports`` names them) and are read too: the target's
-    ACKs and NACKs arrive on them.
+    value the core chooses per request (A.1, E.5), bound to ``local`` (ephemeral ports unless
+    ``entropy_ports`` names them);
+  * *EV sockets*: answers leave from a socket bound to (our address, the EV they copy).
   The core's "address" strings are IP literals; a datagram's socket address is (address, port)
-  with the ports from :class:`~uet.pds.DatagramMeta` (sport picks the socket, dport the peer port).
+  with the ports from :class:`~uet.pds.DatagramMeta`: dport the peer's UET port, sport the socket:
+  P1  a datagram whose source port is one of ours (the UET-port or an entropy socket, on its
+      source address) leaves by that socket;
+  P2  any other (an answer: its EV is the initiator's) leaves by the EV socket bound to (its
+      source address, its source port), from a cache of ``ev_sockets`` (default
+      :data:`uet.io.engine.EV_SOCKETS`, 256: 32 initiators of 8 EVs each; beyond it the least
+      recently used is closed and opened again when needed). EV sockets are never read;
+  P3  an EV port that cannot be bound (another socket of this host holds that address and
+      port) is counted (``io_ev_unbound``, once per EV until it ages out of the cache) and its
+      answers leave by the UET-port socket instead, their trailer recomputed (``io_tx_renat``):
+      they still arrive, with the UET port as their source port, so only the EV echo is lost
+      (under TSS with an AAD that covers the source port they do not authenticate);
+  P4  only the UET-port socket is read into the core: a datagram that reaches an entropy socket
+      (a peer answering to the request's source port, as this project did before A.1's row
+      was known) is dropped and counted (``io_rx_not_uet_port``), as the reference provider
+      drops any datagram whose destination port is not the UET port.
 
 Loop (design.md "Performance": never await per datagram)
   * one reader task per socket: ``wait_readable``, then non-blocking ``recvmsg`` in a loop until
@@ -31,15 +50,13 @@ Loop (design.md "Performance": never await per datagram)
     the socket is writable (bounded wait; the core retransmits what is dropped).
 
 Choices (documented here because the facts are silent)
-  * Every peer is reached on one UET port, ``peer_port`` (the core's ``PdsConfig.port``; default the
-    bound port, i.e. 4793): the core's PDC key is the peer's *address*, so one endpoint cannot
-    tell two UET ports of one host apart. A send naming another port raises ValueError.
+  * One UET port for every endpoint, ``peer_port`` (the core's ``PdsConfig.port``; default the
+    bound port, i.e. 4793): the port peers receive on is the port this endpoint receives on
+    (A.1), and the core's PDC key is the peer's *address*. A send naming another port raises
+    ValueError, and so does a ``bind`` port other than ``peer_port``.
   * Delivered messages wait in an inbox of ``max_inbox`` messages (plus those completed by the
     batch being read when it filled); while it is full the readers stop reading (the kernel queue fills, then drops; the core's retransmission recovers),
     which bounds memory when the application does not call :meth:`LiveEndpoint.receive`.
-  * A datagram whose source port is none of ours (the core may name an entropy value it picked
-    itself) is sent from the entropy socket ``sport % paths`` and its trailer is recomputed, as a
-    NAT would (design.md "Defaults").
   * Entropy selection (``spray``): any kind of :data:`uet.multipath.SELECTOR_KINDS` over the
     entropy sockets' ports: rr, random, single (the first port; no rehash on timeout, since only
     our sockets' ports can be sent from), reps (REPS, E.5) or oblivious (E.6).
@@ -50,9 +67,9 @@ Choices (documented here because the facts are silent)
     :func:`uet.multipath.csig_selector` with live times: signals expire after ``csig_max_age``
     and the reference is the best of the last ``csig_recent`` (``LIVE_CSIG_MAX_AGE``,
     ``LIVE_CSIG_RECENT``: the selector's own defaults suit simulated fabrics with round trips of
-    about 10 us; a live round trip is about a millisecond). Through a relay that rewrites source ports (uet.fabric without
-    ``preserve_entropy``) the receiver names the relay's ports in its reflections; ``ev_alias``
-    maps such a port back to our own entropy value (``uet demo`` passes the fabric's map).
+    about 10 us; a live round trip is about a millisecond). The relay keeps source ports (uet.fabric)
+    unless two senders share one; then the receiver names the relay's port in its reflections,
+    and ``ev_alias`` maps it back to our own entropy value (``uet demo`` passes the fabric's map).
 
 Messages and SES operations (uet/host.py H2)
   * :meth:`LiveEndpoint.send` is an SES SEND (D.1) over the mode it names ("rud" or "rod"); it
@@ -97,7 +114,8 @@ from ..ses import events as sev
 from ..ses.common import rc_name
 from ..wire.enums import AMO_DATATYPE, AMO_OPCODE
 from . import sockets as S
-from .engine import SocketEngine, _Sock
+from ..ownaddr import bind_own
+from .engine import EV_SOCKETS, SocketEngine, _Sock
 
 OP_MODES = ("rud", "rod", "rudi")  # delivery modes of SES operations (UUD: datagram only, C.8)
 RUDI_WINDOW = 256  # single-packet RUDI operations of one read/write outstanding at once
@@ -127,6 +145,7 @@ LIVE_DEFAULTS: dict[str, Any] = {"rto_initial": 250e-3, "rto_min": 200e-3,
 # reference (the best path now) is the best signal of the last 3 ms
 LIVE_CSIG_MAX_AGE = 20e-3
 LIVE_CSIG_RECENT = 3e-3
+EV_RCVBUF = 4096  # P2: EV sockets are never read; a small queue holds what strays there
 
 
 def make_live_selector(kind: str, values: Sequence[int], rng: random.Random) -> EntropySelector:
@@ -152,6 +171,12 @@ class SendFailed(Exception):
         super().__init__(reason)
         self.reason = reason
         self.handle = handle
+
+
+class TooBig(SendFailed):
+    """A datagram did not fit the route's MTU (EMSGSIZE; M1 of uet.io.engine, uet-facts A.1: DF,
+    never fragments): ``reason`` is one line naming the MTU and ``--mtu``. The endpoint sends
+    nothing more; every waiter and :meth:`LiveEndpoint.receive` raise it."""
 
 
 class SesFailed(SendFailed):
@@ -208,9 +233,9 @@ class LiveEndpoint(SocketEngine):
 
     def __init__(self, host: Host, uet_sock: _Sock | None, entropy: list[_Sock], *,
                  peer_port: int, batch: int = 64, max_inbox: int = 1024,
-                 recv_bufsize: int = 65535, csig_ethertype: int = CSIG_ETHERTYPE):
+                 recv_bufsize: int = 65535, csig_ethertype: int = CSIG_ETHERTYPE, **ev: Any):
         super().__init__(host, uet_sock, entropy, batch=batch, max_inbox=max_inbox,
-                         recv_bufsize=recv_bufsize, csig_ethertype=csig_ethertype)
+                         recv_bufsize=recv_bufsize, csig_ethertype=csig_ethertype, **ev)
         #: the PDS endpoint (RUD/ROD PDCs) and the SES of the host
         self.core = host.pds
         self.ses = host.ses
@@ -227,8 +252,14 @@ class LiveEndpoint(SocketEngine):
     # --- public API -----------------------------------------------------------------------
     @property
     def port(self) -> int | None:
-        """The bound UET port (None when the endpoint only sends)."""
+        """The bound UET port (P1: every endpoint has one)."""
         return self.uet_sock.port if self.uet_sock else None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """(address, UET port) this endpoint receives on (for a wildcard bind: the wildcard)."""
+        s = self.uet_sock
+        return (s.local, s.port) if s is not None else (self.local, self.peer_port)
 
     @property
     def entropy_ports(self) -> list[int]:
@@ -276,6 +307,7 @@ class LiveEndpoint(SocketEngine):
         w = self._waiters.get(handle)
         if w is None or handle not in self._sizes:
             raise KeyError(f"unknown or already collected send handle {handle}")
+        self._fail_if_faulted(w)
         try:
             await w.event.wait()
         finally:
@@ -302,6 +334,8 @@ class LiveEndpoint(SocketEngine):
     async def receive(self) -> Message:
         """The next delivered message (from any initiator, for any job, PID and resource index)."""
         while not self._inbox:
+            if self.fault is not None:
+                raise TooBig(self.fault)
             await self._inbox_event.wait()
         return self._take()
 
@@ -320,6 +354,7 @@ class LiveEndpoint(SocketEngine):
 
     async def _wait_op(self, handle: int) -> Any:
         w = self._waiters[handle]
+        self._fail_if_faulted(w)
         try:
             await w.event.wait()
         finally:  # the handles are not public: nobody waits again (a cancelled operation
@@ -464,6 +499,17 @@ class LiveEndpoint(SocketEngine):
         if mode == "rudi":
             raise ValueError(f"{what} is not idempotent: RUDI carries write and read only (C.8)")
 
+    def _fail_if_faulted(self, w: _Waiter) -> None:
+        if self.fault is not None and not w.event.is_set():  # M1: nothing will be sent
+            w.error = TooBig(self.fault)
+            w.event.set()
+
+    def _on_fault(self, line: str) -> None:
+        """M1 of uet.io.engine: every waiter fails with :class:`TooBig`, receive() raises it."""
+        for w in self._waiters.values():
+            self._fail_if_faulted(w)
+        self._inbox_event.set()
+
     def _on_ses_event(self, e: Any) -> None:
         if isinstance(e, sev.OperationComplete):
             w = self._waiters.get(e.handle)
@@ -571,15 +617,16 @@ def _code(v: str | int, names: dict[str, int]) -> int:
     return int(v)
 
 
-def _family_local(bind: tuple[str, int] | None, local: str | None, peer: str | None) -> str:
+def _family_local(own: str, local: str | None, peer: str | None) -> str:
+    """The address the host calls its own: ``local``, else the UET-port socket's, else (a
+    wildcard bind) the route source towards ``peer``, or loopback."""
     if local is not None:
         return S.canonical(local)
-    if bind is not None and not S.is_wildcard(bind[0]):
-        return S.canonical(bind[0])
+    if not S.is_wildcard(own):
+        return own
     if peer is not None:
         return S.source_for(peer)
-    fam = S.family_of(bind[0]) if bind is not None else socket.AF_INET
-    return S.loopback_of(fam)
+    return S.loopback_of(S.family_of(own))
 
 
 @asynccontextmanager
@@ -596,16 +643,21 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                         csig_max_age: float = LIVE_CSIG_MAX_AGE,
                         csig_recent: float = LIVE_CSIG_RECENT,
                         ev_alias: Callable[[int], int] | None = None,
-                        security: Any = None,
+                        security: Any = None, ses_header: str = "auto",
+                        ev_sockets: int = EV_SOCKETS,
                         **config_fields: Any) -> AsyncIterator[LiveEndpoint]:
     """Open a live endpoint; ``async with open_endpoint(("127.0.0.1", 4793)) as ep:``.
 
-    ``bind``: (address, port) of the UET-port socket that serves initiators (port 0 = ephemeral;
-    None = send only, no serving socket). ``paths``: entropy sockets (entropy values), or
+    ``bind``: (address, port) of the UET-port socket everything arrives on (port 0 = ephemeral,
+    or ``peer_port`` when given); None (an initiator): (``local``, ``peer_port``), or without
+    ``local`` the first free loopback address when ``peer`` is on loopback or not given, else the
+    route source towards it (P1; uet.ownaddr.LocalAddressError, an OSError, says in one line
+    why no address could be bound). ``paths``: entropy sockets (entropy values), or
     ``entropy_ports`` to bind given source ports. ``local``: the address the entropy sockets bind
-    and the host calls its own (default: the bind address, or the route source towards ``peer``,
-    or loopback). ``peer_port``: the UET port of the peers this endpoint sends to (default: the
-    bound port, else 4793). ``config`` / keyword ``config_fields``: :class:`PdsConfig` (the
+    and the host calls its own (default: the UET-port socket's; for a wildcard bind the route
+    source towards ``peer``, or loopback). ``peer_port``: the fabric's UET port, the one every
+    peer and this endpoint receive on (default: the bound port, else 4793).
+    ``ev_sockets``: the EV sockets answers leave by (P2). ``config`` / keyword ``config_fields``: :class:`PdsConfig` (the
     ``port`` and ``entropy_factory`` fields are set here). ``spray``: "rr" or "random" over the
     entropy sockets. ``zero_checksum``: UDP checksum 0 (IPv4 SO_NO_CHECK, IPv6
     UDP_NO_CHECK6_TX); False lets the kernel compute it. ``seed``: the host's random choices
@@ -620,36 +672,48 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
     own; ``rudi_config`` a :class:`uet.pds.rudi.RudiConfig` (its port and entropy are set).
     ``security``: a :class:`uet.tss.SecurityConfig` (its secure-domain table: SDI to key and
     mode): every datagram is protected with TSS and every one received must authenticate (H5 of
-    uet.host); None (the default) keeps the CRC-32C trailer.
+    uet.host); None (the default) keeps the CRC-32C trailer. ``ses_header``: the SES's
+    :attr:`uet.ses.SesConfig.ses_header` ("standard" for the reference provider, A.1). The SES
+    cuts messages into packets of the PDS's ``mtu`` payload bytes (``config_fields``; every
+    socket sets DF, and a datagram too big for the route raises :class:`TooBig`).
     """
     if isinstance(bind, str):
         bind = S.parse_hostport(bind)
     if bind is not None:
         bind = (S.canonical(bind[0]), int(bind[1]))
-    local_addr = _family_local(bind, local, peer)
-    if bind is not None and S.family_of(bind[0]) != S.family_of(local_addr):
-        raise ValueError(f"bind address {bind[0]} and local address {local_addr} differ in family")
+        if peer_port is not None and bind[1] not in (0, peer_port):
+            raise ValueError(f"bind port {bind[1]} and peer_port {peer_port} differ: every "
+                             "endpoint receives on the UET port it sends to (uet-facts A.1)")
+        if local is not None and S.family_of(bind[0]) != S.family_of(local):
+            raise ValueError(f"bind address {bind[0]} and local address {local} differ in family")
     socks: list[socket.socket] = []
     host: Host | None = None
+    ep: LiveEndpoint | None = None
+
+    def make(addr: str, port: int, tos: int = 46 << 2, rcv: int = rcvbuf) -> socket.socket:
+        return S.udp_socket(addr, port, tos=tos, rcvbuf=rcv, sndbuf=sndbuf,
+                            zero_checksum=zero_checksum)
+
     try:
-        uet_sock = None
         if bind is not None:
-            raw = S.udp_socket(bind[0], bind[1], tos=46 << 2, rcvbuf=rcvbuf, sndbuf=sndbuf,
-                               zero_checksum=zero_checksum)
-            socks.append(raw)
-            uet_sock = _Sock(raw, bind[0], 46 << 2, True)
+            raw, own = make(bind[0], bind[1] or peer_port or 0), bind[0]
+        else:  # P1: an initiator receives on its own address at the UET port too
+            uport = peer_port if peer_port is not None else UET_UDP_PORT
+            raw, own = bind_own(lambda a: make(a, uport), port=uport, local=local, peer=peer)
+        socks.append(raw)
+        uet_sock = _Sock(raw, own, 46 << 2, True)
+        local_addr = _family_local(own, local, peer)
         ports = list(entropy_ports) if entropy_ports is not None else [0] * paths
         if not ports:
             raise ValueError("need at least one entropy socket")
         entropy = []
         for p in ports:
-            raw = S.udp_socket(local_addr, p, tos=2, rcvbuf=rcvbuf, sndbuf=sndbuf,
-                               zero_checksum=zero_checksum)
+            raw = make(local_addr, p, tos=2)
             socks.append(raw)
             entropy.append(_Sock(raw, local_addr, 2, False))
         values = [s.port for s in entropy]
         if peer_port is None:
-            peer_port = uet_sock.port if uet_sock is not None else UET_UDP_PORT
+            peer_port = uet_sock.port
         if spray not in SELECTOR_KINDS:
             raise ValueError(f"unknown entropy selection {spray!r} ({', '.join(SELECTOR_KINDS)})")
         made: list[EntropySelector] = []
@@ -672,7 +736,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
         # K1 of uet/ses/target.py: endpoints sharing an address (processes of one host) name
         # themselves apart by a seeded-random initiator id, so their message ids cannot collide
         sc = ses if isinstance(ses, SesConfig) else SesConfig(
-            mtu=min(4096, cfg.mtu), seed=seed & 0xFFFFFFFF,
+            mtu=cfg.mtu, seed=seed & 0xFFFFFFFF, ses_header=ses_header,
             initiator=random.Random(f"initiator:{seed}").getrandbits(32))
         if auto_recv:
             sc = dataclasses.replace(sc, auto_receive=True)
@@ -680,7 +744,8 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
         host = Host(local_addr, pds=cfg, ses=sc, rudi=rc, seed=seed, ses_mode=ses_mode,
                     rudi_entropy=values, security=security)
         ep = LiveEndpoint(host, uet_sock, entropy, peer_port=peer_port, batch=batch,
-                          max_inbox=max_inbox, csig_ethertype=csig_ethertype)
+                          max_inbox=max_inbox, csig_ethertype=csig_ethertype,
+                          make_ev=lambda a, p: make(a, p, rcv=EV_RCVBUF), ev_sockets=ev_sockets)
         ep.selectors = made
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ep._timers)
@@ -698,5 +763,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
     finally:
         if host is not None:  # the readers have stopped: H6 of uet/host.py, in order (issue 25)
             host.shutdown()
+        if ep is not None:
+            ep.close_ev_sockets()
         for s in socks:
             s.close()

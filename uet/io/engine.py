@@ -1,7 +1,7 @@
 """The socket engine of the live endpoint: one sans-IO :class:`uet.host.Host` on UDP sockets,
 driven by trio without an await per datagram (design.md "Performance"). The public API on top of
-it is :class:`uet.io.endpoint.LiveEndpoint`; the module docstring there describes the sockets and
-the loop.
+it is :class:`uet.io.endpoint.LiveEndpoint`; the module docstring there describes the sockets
+(rules P1-P4: which socket a datagram leaves by and which are read) and the loop.
 
 CSIG tags (uet-facts E.4): the live fabric (uet.fabric.relay) puts a 4-byte CSIG tag (TPID
 ``csig_ethertype``, default 0x9900, then 16 tag bits, uet.cms.csig C1) ahead of the UET bytes of
@@ -16,6 +16,14 @@ below 19, shifted left by 3), so the test is exact.
       relay tagging for an endpoint that did not ask still works;
   T2  a datagram that starts with the TPID but is shorter than 4 bytes is counted (``csig_bad``)
       and dropped: it holds no tag and no UET packet.
+
+No IP fragments (uet-facts A.1): every socket sets DF (uet.io.sockets).
+  M1  a datagram the kernel refuses as longer than the route's MTU (EMSGSIZE) is not a loss to
+      retransmit: it is counted (``tx_too_big``), nothing more leaves the engine (no
+      retransmission loop), and ``fault`` keeps the one line that says why (uet.mtu.too_big_line:
+      the datagram's size, the route's MTU, the ``--mtu`` in force and what fits), which
+      :meth:`SocketEngine._on_fault` hands to the API (the live endpoint fails every waiter with
+      it; the commands print it and exit 2).
 """
 
 from __future__ import annotations
@@ -23,8 +31,8 @@ from __future__ import annotations
 import errno
 import math
 import socket
-from collections import Counter, deque
-from typing import Any, Sequence
+from collections import Counter, OrderedDict, deque
+from typing import Any, Callable, Sequence
 
 import trio
 
@@ -32,6 +40,7 @@ from ..cms.csig import CSIG_ETHERTYPE, behind, tpid_bytes
 from ..host import Host
 from ..pds import DatagramMeta, seal
 from ..native.rxlane import ipv4
+from ..mtu import EMSGSIZE, too_big_line
 from ..native.sockbatch import MMSG_MAX, recv_area, recv_batch, send_batch
 from ..pds.datagram import DSCP_CONTROL
 from ..wire.enums import REQUEST_TYPES
@@ -42,6 +51,8 @@ MSG_TRUNC = int(socket.MSG_TRUNC)
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 RUN_MIN = 4  # datagrams in a row for one socket that go out in one send_batch
 META_CACHE = 4096  # DatagramMetas of arriving datagrams kept for reuse (one per 5-tuple and TOS)
+EV_SOCKETS = 256  # P2 of uet.io.endpoint: sockets bound to answered EVs, least recently used closed
+TOS_ANSWER = DSCP_CONTROL << 2  # what most answers carry (DSCP 46, Not-ECT)
 
 
 def _carries_data(data: bytes, dscp: int) -> bool:
@@ -82,7 +93,9 @@ class SocketEngine:
 
     def __init__(self, host: Host, uet_sock: _Sock | None, entropy: list[_Sock], *,
                  batch: int = 64, max_inbox: int = 1024, recv_bufsize: int = 65535,
-                 csig_ethertype: int = CSIG_ETHERTYPE):
+                 csig_ethertype: int = CSIG_ETHERTYPE,
+                 make_ev: Callable[[str, int], socket.socket] | None = None,
+                 ev_sockets: int = EV_SOCKETS):
         self.host = host
         self.csig_tpid = tpid_bytes(csig_ethertype)  # T1, T2
         self.csig = host.pds.config.csig is not None        # T1: tags go to the core
@@ -90,6 +103,11 @@ class SocketEngine:
         self.entropy = entropy
         self.socks = ([uet_sock] if uet_sock else []) + entropy
         self._by_port: dict[int, _Sock] = {s.port: s for s in self.socks}
+        # P2: sockets bound to (our address, an EV we answer), least recently used first; None
+        # marks an EV that could not be bound (P3) until it ages out
+        self._ev: OrderedDict[tuple[str, int], _Sock | None] = OrderedDict()
+        self._ev_max = max(1, ev_sockets)
+        self._make_ev = make_ev
         self.batch = batch
         self.max_inbox = max_inbox
         self.recv_bufsize = recv_bufsize
@@ -102,6 +120,7 @@ class SocketEngine:
         self._armed = INF
         self._backlog: deque = deque()
         self._first_tx: float | None = None
+        self.fault: str | None = None  # M1: why nothing is sent any more
         self._clock = trio.current_time
         self._metas: dict[tuple, DatagramMeta] = {}
         # the receive lane reads datagrams in place (Host.receive_area): a host with lanes and
@@ -113,6 +132,19 @@ class SocketEngine:
     def _dispatch(self) -> None:
         """Take the host's events (the subclass's)."""
         raise NotImplementedError
+
+    def _on_fault(self, line: str) -> None:
+        """M1: the engine stopped sending, for the reason ``line`` (the subclass's)."""
+
+    def _too_big(self, data: bytes, meta: DatagramMeta) -> None:
+        """M1 for a datagram the kernel refused with EMSGSIZE."""
+        self.io["tx_too_big"] += 1
+        if self.fault is None:
+            host = self.host
+            self.fault = too_big_line(len(data), meta.dst, payload=host.ses.config.mtu,
+                                      tss=getattr(host, "tss", None) is not None, csig=self.csig)
+            self._backlog.clear()
+            self._on_fault(self.fault)
 
     # --- the inbox ---------------------------------------------------------------------------
     def _deliver(self, m: Any) -> None:
@@ -135,10 +167,22 @@ class SocketEngine:
     def _drain(self, s: _Sock, limit: int) -> int:
         """Read up to ``limit`` datagrams of ``s`` and hand them to the core: read in place by
         the C receive lane where it serves (:meth:`_drain_area`), else as bytes
-        (:meth:`_drain_items`)."""
+        (:meth:`_drain_items`). Only the UET-port socket is read into the core (P4)."""
+        if not s.is_uet:
+            return self._drain_stray(s, limit)
         if s.local4 is not None and self._lanes_ok:
             return self._drain_area(s, limit)
         return self._drain_items(s, limit)
+
+    def _drain_stray(self, s: _Sock, limit: int) -> int:
+        """P4: a datagram that reaches an entropy socket came to a port that is not the UET port
+        (a peer answering to the request's source port, the rule A.1 replaced): dropped,
+        counted ``rx_not_uet_port``, as the reference provider drops it."""
+        got, errors = recv_batch(s.sock, limit, self.recv_bufsize)
+        self.io["rx_not_uet_port"] += len(got)
+        if errors:
+            self.io["rx_errors"] += errors
+        return len(got) + errors
 
     def _drain_items(self, s: _Sock, limit: int) -> int:
         """Read up to ``limit`` datagrams of ``s`` (one ``recvmmsg`` per batch where the C twin
@@ -243,7 +287,7 @@ class SocketEngine:
         (uet.native.sockbatch.send_batch); a shorter one (a spray that changes socket every
         datagram) with ``sendto`` / ``sendmsg`` each. A socket that would block puts the rest in
         the backlog; another failure loses that datagram (the core retransmits)."""
-        by_port = self._by_port
+        sock_for = self._sock_for
         io = self.io
         tx_data = self.tx_data_by_port
         backlog = self._backlog
@@ -252,13 +296,13 @@ class SocketEngine:
         i = start
         while i < n:
             data, meta = out[i]
-            s = by_port.get(meta.sport)
+            s = sock_for(meta)
             j = i + 1
-            if s is not None:
-                while j < n and out[j][1].sport == meta.sport:
+            if s is not None:  # a run of datagrams for this socket
+                while j < n and out[j][1].sport == meta.sport and out[j][1].src == meta.src:
                     j += 1
             else:
-                data, meta, s = self._renat(data, meta)
+                data, meta, s = self._renat(data, meta)  # P3
             if j - i >= RUN_MIN:
                 k, err = self._send_run(s, out, i, j)
                 sent += k
@@ -270,6 +314,9 @@ class SocketEngine:
                     backlog.extend(out[i:])
                     if not self._wake.is_set():
                         self._wake.set()
+                    break
+                if err == EMSGSIZE:  # M1
+                    self._too_big(*out[i])
                     break
                 io["tx_errors"] += 1
                 i += 1
@@ -286,7 +333,10 @@ class SocketEngine:
                 if not self._wake.is_set():
                     self._wake.set()
                 break
-            except OSError:
+            except OSError as exc:
+                if exc.errno == EMSGSIZE:  # M1
+                    self._too_big(data, meta)
+                    break
                 io["tx_errors"] += 1
             else:
                 sent += 1
@@ -310,8 +360,55 @@ class SocketEngine:
                 tx_data[s.port] += 1
         return k, err
 
+    def _ev_sock(self, src: str, port: int) -> _Sock | None:
+        """P2: the socket bound to (``src``, ``port``) that answers leave by, from the cache
+        (opened on first use; beyond ``ev_sockets`` the least recently used is closed); None
+        when that port cannot be bound (P3, counted ``ev_unbound``)."""
+        key = (src, port)
+        cache = self._ev
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+        s = None
+        if self._make_ev is not None:
+            try:
+                raw = self._make_ev(src, port)
+            except OSError:
+                self.io["ev_unbound"] += 1
+            else:
+                s = _Sock(raw, src, TOS_ANSWER, False)
+                self.io["ev_sockets_opened"] += 1
+        if len(cache) >= self._ev_max:
+            old = cache.popitem(last=False)[1]
+            if old is not None:
+                old.sock.close()
+                self.io["ev_sockets_closed"] += 1
+        cache[key] = s
+        return s
+
+    def close_ev_sockets(self) -> None:
+        for s in self._ev.values():
+            if s is not None:
+                s.sock.close()
+        self._ev.clear()
+
+    def _sock_for(self, meta: DatagramMeta) -> _Sock | None:
+        """P1, P2: ours whose port is the datagram's source port (on its source address), else
+        the EV socket of (source address, source port); None: P3."""
+        s = self._by_port.get(meta.sport)
+        if s is None or not (s.wildcard or s.local == meta.src):
+            s = self._ev_sock(meta.src, meta.sport)
+        return s
+
+    def _route(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, DatagramMeta, _Sock]:
+        """P1-P3 for one datagram: (its bytes, its meta, the socket it leaves by)."""
+        s = self._sock_for(meta)
+        return (data, meta, s) if s is not None else self._renat(data, meta)
+
     def _renat(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, DatagramMeta, _Sock]:
-        pool = self.entropy or self.socks
+        """P3: a datagram whose source port could not be bound leaves by the UET-port socket
+        (else an entropy socket), its trailer recomputed for that port, as a NAT would."""
+        pool = [self.uet_sock] if self.uet_sock is not None else self.entropy
         s = pool[meta.sport % len(pool)]
         self.io["tx_renat"] += 1
         m2 = DatagramMeta(meta.src, meta.dst, s.port, meta.dport, meta.ecn, meta.dscp)
@@ -324,7 +421,7 @@ class SocketEngine:
         core = self.host
         if self._backlog:
             self.io["tx_deferred"] += 1
-        else:
+        elif self.fault is None:  # M1: nothing leaves after EMSGSIZE
             out = core.datagrams_to_send(self._clock())
             if out:
                 self._send_batch(out)
@@ -380,9 +477,7 @@ class SocketEngine:
     async def _flush_backlog(self) -> None:
         bl = self._backlog
         while bl:
-            data, meta = bl[0]
-            s = self._by_port.get(meta.sport) or (self.entropy or self.socks)[
-                meta.sport % len(self.entropy or self.socks)]
+            s = self._route(*bl[0])[2]
             with trio.move_on_after(0.05) as cs:
                 await trio.lowlevel.wait_writable(s.sock)
             if cs.cancelled_caught:  # the datagram is lost; the core retransmits

@@ -24,6 +24,9 @@ What the options do, and what was measured on this machine (Linux 6.x):
   it sent to.
 * Buffers: ``SO_RCVBUFFORCE``/``SO_SNDBUFFORCE`` (root) or ``SO_RCVBUF``/``SO_SNDBUF`` (capped by
   net.core.rmem_max/wmem_max) so that a whole send window fits in the receive queue.
+* No IP fragments (uet-facts A.1): every socket sets DF (``uet.mtu.set_dont_fragment``: IPv4
+  ``IP_MTU_DISCOVER = IP_PMTUDISC_DO``, IPv6 ``IPV6_DONTFRAG``), so a datagram longer than the
+  route's MTU fails with EMSGSIZE (uet.io.engine M1) instead of leaving in fragments.
 * Batches (issue 15): the engine reads with ``recvmmsg`` and sends with ``sendmmsg`` (one system
   call per batch, through cffi) where :mod:`uet.native.sockbatch` has its C twin (IPv4); the
   reference there is the per-datagram ``recvmsg`` / ``sendto`` / ``sendmsg`` above.
@@ -35,6 +38,9 @@ import socket
 import struct
 
 from ..addresses import canonical, family_of, is_wildcard, loopback_of, parse_hostport  # noqa: F401
+# the local address the kernel would use to reach a destination (a connected socket sends nothing)
+from ..ownaddr import route_source as source_for  # noqa: F401
+from ..mtu import set_dont_fragment
 # (TOS byte, destination address or None) from recvmsg ancillary data: one reader, with the
 # batched receive that uses it (uet.native.sockbatch)
 from ..native.sockbatch import ANC_SIZE, parse_anc  # noqa: F401
@@ -54,15 +60,6 @@ IPV6_RECVTCLASS = 66
 IPV6_TCLASS = 67
 IPPROTO_IP = socket.IPPROTO_IP
 IPPROTO_IPV6 = socket.IPPROTO_IPV6
-
-
-def source_for(dest: str, port: int = 4793) -> str:
-    """The local address the kernel would use to reach ``dest`` (a connected UDP socket sends
-    nothing)."""
-    fam = family_of(dest)
-    with socket.socket(fam, socket.SOCK_DGRAM) as s:
-        s.connect((dest, port))
-        return canonical(s.getsockname()[0])
 
 
 def _set_buf(sock: socket.socket, size: int, force: int, plain: int) -> int:
@@ -106,6 +103,7 @@ def udp_socket(host: str, port: int, *, tos: int = 0, rcvbuf: int = 0, sndbuf: i
                 s.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
             if is_wildcard(host):
                 s.setsockopt(IPPROTO_IP, IP_PKTINFO, 1)
+        set_dont_fragment(s)
         _set_buf(s, rcvbuf, SO_RCVBUFFORCE, socket.SO_RCVBUF)
         _set_buf(s, sndbuf, SO_SNDBUFFORCE, socket.SO_SNDBUF)
         s.bind((host, port))

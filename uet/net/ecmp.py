@@ -1,13 +1,15 @@
 """ECMP: which path a datagram takes. Switches hash the entropy value (uet-facts E.5: "every packet
 carries an entropy value... switches hash it for ECMP"); over UDP the entropy is the source port of
-a request and, since an answer echoes its request's entropy (A.1), the destination port of the
-answer. So a request and its answers hash alike and take the same path back."""
+every UET datagram, requests and answers alike, since an answer copies its request's EV into its
+own source port and goes to the UET port like any other (A.1, H.1 #19). So on these parallel
+paths (``uet sim --topology paths:N``, the live relay) the path is a function of the EV in both
+directions; the switched topologies of uet.sim.fabric hash each frame's own 5-tuple instead, so
+there an ACK takes a path of its own, as in real fabrics."""
 
 from __future__ import annotations
 
 import zlib
 
-from .. import UET_UDP_PORT
 from .config import NetConfig
 
 
@@ -19,13 +21,11 @@ def salt(seed: int) -> int:
 class Ecmp:
     """``entropy_path(ev)``: "hash" (default) mixes the entropy value with the salt; "mod" takes
     it modulo the number of paths (consecutive values on consecutive paths).
-    ``path(src, dst, sport, dport)`` finds the entropy of a datagram first: its source port,
-    unless that is the UET port (an answer), then its destination port."""
+    ``path(src, dst, sport, dport)`` is the path of a datagram's entropy: its source port (A.1)."""
 
-    def __init__(self, cfg: NetConfig, *, uet_port: int = UET_UDP_PORT):
+    def __init__(self, cfg: NetConfig):
         self.paths = cfg.paths
         self.mode = cfg.ecmp
-        self.uet_port = uet_port
         self._salt = salt(cfg.seed)
         self._cache: dict[int, int] = {}
 
@@ -44,4 +44,4 @@ class Ecmp:
         return p
 
     def path(self, src: str, dst: str, sport: int, dport: int) -> int:
-        return self.entropy_path(dport if sport == self.uet_port else sport)
+        return self.entropy_path(sport)

@@ -513,11 +513,13 @@ class Endpoint:
 
     # --- answers ----------------------------------------------------------------------------------
     def _reply_to(self, meta: DatagramMeta) -> DatagramMeta:
-        """A4: the metadata of an ACK/NACK answering a datagram that came with ``meta``."""
+        """A4: the metadata of an ACK/NACK answering a datagram that came with ``meta``: the
+        addresses swapped, the ports kept (A.1: to the UET port the request went to, from the
+        request's EV)."""
         k = (meta.src, meta.dst, meta.sport, meta.dport)
         r = self._reply_meta.get(k)
         if r is None:
-            r = DatagramMeta(meta.dst, meta.src, meta.dport, meta.sport, NOT_ECT, DSCP_CONTROL)
+            r = DatagramMeta(meta.dst, meta.src, meta.sport, meta.dport, NOT_ECT, DSCP_CONTROL)
             if len(self._reply_meta) >= 1 << 16:
                 self._reply_meta.clear()
             self._reply_meta[k] = r

@@ -26,8 +26,8 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision where 
   I11 C.5: a NACK or ACK naming a PSN outside [send base, next PSN - 1] changes nothing (counted).
   I12 B.4: ACK REQ = 1 -> send CLEAR (ctl 2, payload = CLEAR_PSN); REQ = 2 or CLOSE_REQ -> close.
   I13 C.1 / A.1: ACKs, NACKs and control packets for an initiator PDC count only when they come
-      from the PDC's peer address (never by source port: a peer may answer from any entropy
-      port); others are dropped and counted (``foreign_ack``, ``foreign_nack``,
+      from the PDC's peer address (never by source port, which is only the EV an answer copies
+      from its request, A.1); others are dropped and counted (``foreign_ack``, ``foreign_nack``,
       ``foreign_control``), so the first ACK establishes the PDC only from there. Within one
       address anyone can still forge: TSS (B.15, F) is the answer to that.
   I14 C.7: a NACK INV_DPDCID or CLOSING naming our CLOSE PSN means the target freed the PDC and
@@ -387,7 +387,7 @@ class Initiator(PdcSide):
         if a.m:
             self.cc.on_ce(now, acked_bytes)
         self.cc.on_ack(now, acked_bytes, rec.inflight, a)
-        self.sel.on_ack(meta.dport, bool(a.m), now)
+        self.sel.on_ack(meta.sport, bool(a.m), now)  # A.1: the answer's source port is our EV
         if a.p and not progress:
             # I8: a probe's answer shows the base PSN still missing: if its last copy went on
             # an EV not known to work, resend it now (H3 picks the EV this answer proved)
@@ -500,7 +500,7 @@ class Initiator(PdcSide):
             ep.closed_initiator(self)
             return
         self.cc.on_nack(now, code, p.length)
-        self.sel.on_nack(meta.dport, code, now)
+        self.sel.on_nack(meta.sport, code, now)  # A.1: the EV the NACK copies
         what = reaction(code).pdc
         if what in (RESEND_NOW, RESEND_LATER, BACKOFF):
             self._nack_resend(p, code, what, now)

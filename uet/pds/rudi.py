@@ -40,6 +40,9 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision)
       of uet/pds/endpoint.py), the request staying outstanding.
   U9  design.md principle 6: nothing raises out of receive_datagram; malformed input is counted.
   U10 A.2 / design.md Defaults: requests and responses DSCP 0 with ECT(0); NACKs DSCP 46, Not-ECT.
+  U11 A.1, H.1 #19: a response or NACK goes to the request's source address at the UET port the
+      request went to, from the request's EV (its source port, copied); the initiator reads the
+      EV an answer proves from the answer's source port.
 """
 
 from __future__ import annotations
@@ -233,7 +236,7 @@ class RudiEndpoint(Outbox):
         m = req.meta
         hdr = bytes((RUDI_RESP << 3 | (next_hdr & 0xF) >> 1,
                      (next_hdr & 1) << 7 | (0x20 if req.ce else 0), 0, 0)) + req.pkt_id.to_bytes(4, "big")
-        meta = DatagramMeta(self.address, m.src, self.config.port, m.sport, ECT0, DSCP_DATA)
+        meta = DatagramMeta(self.address, m.src, m.sport, m.dport, ECT0, DSCP_DATA)  # U11
         self._tx.append((seal(hdr + bytes(ses), meta), meta))
         self.stats["responses_sent"] += 1
 
@@ -241,7 +244,7 @@ class RudiEndpoint(Outbox):
         """U5: NACK with NT = 1 for ``pkt_id`` back to the request's source (PDCIDs 0)."""
         hdr = bytes((NACK << 3, 0x08, code & 0xFF, 0)) + (pkt_id & M32).to_bytes(4, "big") \
             + bytes(4) + (payload & M32).to_bytes(4, "big")
-        out = DatagramMeta(self.address, meta.src, self.config.port, meta.sport, NOT_ECT, DSCP_CONTROL)
+        out = DatagramMeta(self.address, meta.src, meta.sport, meta.dport, NOT_ECT, DSCP_CONTROL)
         self._tx.append((seal(hdr, out), out))
         self.stats["nacks_sent"] += 1
 
@@ -289,8 +292,8 @@ class RudiEndpoint(Outbox):
             if o is None:
                 return
             del self._out[pid]
-            self.sel.on_delivered(meta.dport, now)  # U3: this EV works both ways
-            self.sel.on_ack(meta.dport, bool(data[1] & 0x20), now)
+            self.sel.on_delivered(meta.sport, now)  # U3: this EV works both ways (U11)
+            self.sel.on_ack(meta.sport, bool(data[1] & 0x20), now)
             self.stats["responses_received"] += 1
             self._events.append(RudiResponse(pid, o.tag, nh, body[8:], bool(data[1] & 0x20)))
         elif ptype == NACK:
@@ -316,7 +319,7 @@ class RudiEndpoint(Outbox):
         o = self._answered(pid, meta, "nack")
         if o is None:
             return
-        self.sel.on_nack(meta.dport, code, now)
+        self.sel.on_nack(meta.sport, code, now)  # U11: the EV the NACK copies
         self.stats["nacks_received"] += 1
         name = NACK_CODE.symbol(code) or f"0x{code:02X}"
         if code in NACK_IGNORE:

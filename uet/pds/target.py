@@ -35,8 +35,9 @@ ACK generation, C.3 / C.4
       64 while the highest received PSN is beyond base + 63. Bit i = PSN base + i received.
       Choice: a PSN that arrives below the tracker base (late, reordered) would never be reported,
       so the next ACK uses it as its base once; the tracker itself is unchanged.
-  A4  A.1 / design.md: ACKs and NACKs go to the request's source address and port (its entropy)
-      from the UET port, DSCP 46, Not-ECT.
+  A4  A.1, H.1 #19 / design.md: ACKs and NACKs go to the request's source address at the UET
+      port (the request's destination port), from the request's EV (its source port, copied),
+      DSCP 46, Not-ECT.
   A5  B.8 / E.1: the NSCC state of ACK_CC. rcvd_bytes: the running count of request bytes (SES
       header and payload: what the PDS carries) accepted (24 bits, wrapping); ooo_count: requests accepted out of PSN order. Choices (the
       facts give no units and no receiver policy, H.2): service_time 0 (in ns: this target

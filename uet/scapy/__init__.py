@@ -39,8 +39,9 @@ schema key                 Scapy class                  selected by
 ``csig``                   ``CSIG``                     Ether/Dot1Q type ``CSIG_ETHERTYPE`` (E.4)
 =========================  ===========================  =========================================
 
-``UET`` is the dispatcher bound to UDP port 4793 (destination *and* source port, since ACKs go from
-4793 to the initiator's entropy port) and to ``UET_Entropy``: ``UET(data)`` returns the PDS (or TSS)
+``UET`` is the dispatcher bound to UDP port 4793 (destination port, where every UET datagram goes,
+uet-facts A.1; and source port, for captures of implementations that answered from 4793 to the
+initiator's entropy port) and to ``UET_Entropy``: ``UET(data)`` returns the PDS (or TSS)
 class for the type in ``data[0] >> 3`` (``Raw`` for reserved/unassigned types). All PDS classes and
 ``UET_TSS`` subclass ``UET``, so ``pkt[UET]`` finds the first UET header of any type. All generated
 UET classes subclass ``UETPacket``. ``LAYERS`` maps every schema key to its class, ``PDS_LAYERS``

@@ -44,6 +44,7 @@ RC_BAD_JOB_ID, RC_BAD_MKEY, RC_BAD_ADDR, RC_TOO_LONG, RC_INITIATOR_ERR = 0x1B, 0
 RC_CANCELLED = 0x1E
 
 MAX_ACK_DATA_SIZE = 16  # C.3 / C.9
+SES_HEADERS = ("auto", "standard")  # SesConfig.ses_header (A.1)
 M14, M16, M32, M64 = (1 << 14) - 1, 0xFFFF, 0xFFFFFFFF, (1 << 64) - 1
 
 
@@ -73,6 +74,22 @@ class SesConfig:
     partial_timeout: float = 5.0           # R3: seconds a partial message may sit idle
     rendezvous_eager: int = 1024           # M5: bytes sent eagerly (capped at mtu)
     seed: int = 0                          # restart tokens, rendezvous keys
+    # A.1 (the reference provider parses standard requests, next_hdr 3, and responses 4 and 5
+    # only): "standard" sends no small or medium request (D.4) and no small response with data
+    # (next_hdr 6, D.7), whatever small_header says; "auto" (design.md Defaults) uses the small
+    # forms where they serve, and answers with next_hdr 6 only a peer that sent small or medium
+    # requests itself (P3 of uet/ses/target.py)
+    ses_header: str = field(default="auto", kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.ses_header not in SES_HEADERS:
+            raise SesError(f"ses_header must be one of {', '.join(SES_HEADERS)}, not "
+                           f"{self.ses_header!r}")
+
+    @property
+    def small_requests(self) -> bool:
+        """S2: whether a message that fits one packet may use a small or medium header."""
+        return self.small_header and self.ses_header == "auto"
 
 
 @dataclass

@@ -69,6 +69,7 @@ class SesEndpoint(InitiatorSide, TargetSide):
         self.regions: dict[int, MemoryRegion] = {}
         self._posted: list[Posted] = []
         self._rx: dict[tuple[Any, int, int], RxMessage] = {}  # K1 of uet/ses/target.py
+        self._compact_peers: dict[Any, None] = {}  # P3 of uet/ses/target.py
         # the C receive lane's tables, shared with the PDS below (uet.native.rxlane); none when
         # the twin backend runs or job ids are checked (T2: the lane does not read them)
         self.lanes: Any = (RxLanes(lane_layout()) if RxLanes is not None and not self.config.check_job

@@ -80,7 +80,7 @@ class InitiatorSide:
         """S1, S2 (uet/ses/packets.py): the message as one packet or a Message to cut."""
         c = self.config
         common = self._common(opcode, dc=dc, buffer_offset=buffer_offset, **(extra or {}))
-        return [cut(peer, mid, data, mtu=c.mtu, small_header=c.small_header, common=common,
+        return [cut(peer, mid, data, mtu=c.mtu, small_header=c.small_requests, common=common,
                     key=key, header_data=header_data, ext=ext, small_ok=small_ok,
                     medium_ok=medium_ok)]
 

@@ -67,6 +67,11 @@ Target: responses (C.3, C.9, D.7)
       On RUDI (one response per request) the limit is the request's own response packet:
       ``inline_limit`` = mtu, next_hdr 5.
   P2  errors answer with a plain response (next_hdr 4) carrying the return code.
+  P3  A.1 (the reference provider drops next_hdr 1, 2 and 6): a peer is answered in the header
+      family it uses. The small response with data of P1 goes only to a peer that sent a small
+      or medium request itself (the last ``COMPACT_PEERS`` such peers are remembered), and never
+      with ``ses_header = "standard"``; any other peer gets the response with data (next_hdr 5,
+      20 bytes) in its place, on the ACK as P1 says.
 
 Target: resources (issue 11; uet.ses.budget)
   R1  partial multi-packet messages (standard header, not SOM + EOM) are counted per peer and in
@@ -104,10 +109,14 @@ from .packets import STD_SIZE, SesPacket, read_std
 
 
 
+COMPACT_PEERS = 4096  # P3: peers remembered as senders of small or medium requests
+
+
 class TargetSide:
     """Regions, receives and the handling of requests (a part of :class:`uet.ses.SesEndpoint`)."""
 
     _rx: dict[tuple[Any, int, int], RxMessage]
+    _compact_peers: dict[Any, None]  # P3, oldest first
     lanes: Any = None  # the C receive lane's tables (uet.native.rxlane), where the SES keeps them
 
     def register(self, key: int, buffer: bytearray, *, base: int = 0, readable: bool = True,
@@ -258,6 +267,8 @@ class TargetSide:
         op = field_int(f, "opcode")
         mid = field_int(f, "message_id") if nh == NH_STD else 0
         self.stats["requests"] += 1
+        if nh != NH_STD:
+            self._note_compact(peer)
         if mode == "uud":  # T3: no response exists
             if op != DATAGRAM_SEND:
                 self.stats["uud_not_datagram"] += 1
@@ -390,7 +401,7 @@ class TargetSide:
                         ) -> SesPacket | None:
         """P1: inline (small response with data) or separate response-with-data packets."""
         n = len(data)
-        if n <= self.config.max_ack_data and n <= limit:
+        if n <= self.config.max_ack_data and n <= limit and self._compact_ok(peer):
             f = {"opcode": RESPONSE_W_DATA, "return_code": RC_OK, "payload_length": n,
                  "job_id": self.config.job_id,
                  "original_request_psn": ref & M32 if isinstance(ref, int) else 0}
@@ -409,6 +420,19 @@ class TargetSide:
             p.request_ref = None
         self._out.extend(pkts)
         return None
+
+    def _note_compact(self, peer: Any) -> None:
+        """P3: ``peer`` sent a small or medium request."""
+        seen = self._compact_peers
+        if peer in seen:
+            return
+        if len(seen) >= COMPACT_PEERS:
+            del seen[next(iter(seen))]
+        seen[peer] = None
+
+    def _compact_ok(self, peer: Any) -> bool:
+        """P3: whether ``peer`` may be answered with a small response with data."""
+        return self.config.ses_header == "auto" and peer in self._compact_peers
 
     def _on_read(self, f: Mapping[str, Any], peer: Any, mid: int, rl: int, ref: Any,
                  inline_limit: int | None) -> SesPacket | None:

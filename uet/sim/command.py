@@ -102,7 +102,9 @@ def add_arguments(p: argparse.ArgumentParser, *, ses: bool = False) -> None:
     p.add_argument("--messages", type=cliargs.messages, default=1,
                    help="split the bytes into this many messages (at most one per byte)")
     p.add_argument("--mtu", type=cliargs.mtu, default=4096,
-                   help=f"payload bytes per packet, at most {cliargs.MAX_MTU} (default 4096)")
+                   help=f"payload bytes per packet, at most {cliargs.MAX_MTU} (default 4096: a "
+                        "simulation has no interface to ask; the reference provider's sizes are "
+                        "1024, 2048, 4096 and 8192)")
     p.add_argument("--paths", type=cliargs.paths, default=None if ses else DEFAULT_PATHS,
                    help="parallel paths (default 4)")
     p.add_argument("--rate", type=cliargs.rate, default=100.0, help="rate of each path in Gb/s (default 100)")
@@ -132,6 +134,7 @@ def add_arguments(p: argparse.ArgumentParser, *, ses: bool = False) -> None:
     p.add_argument("--window", type=cliargs.window, default=None, help="fixed congestion window in bytes (default 1.5 BDP)")
     if ses:
         add_fabric_arguments(p)
+    cliargs.add_ses_header_argument(p)
     add_tss_arguments(p, own_key=True)
     p.add_argument("--seed", type=cliargs.seed, default=1, help="0 to 2^63-1 (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -215,7 +218,7 @@ def config_from_args(args: argparse.Namespace, security: Any = None) -> SimConfi
                      spray=args.spray or PATHS_DEFAULTS["spray"], entropy_values=args.entropies,
                      window_bytes=args.window, seed=args.seed,
                      cc=getattr(args, "cc", None) or PATHS_DEFAULTS["cc"],
-                     trim_bytes=getattr(args, "trim_bytes", 256),
+                     trim_bytes=getattr(args, "trim_bytes", 256), ses_header=args.ses_header,
                      pds={"ack_per_packet": True} if getattr(args, "ack_every_packet", False) else {})
 
 
@@ -234,7 +237,7 @@ def fabric_config_from_args(args: argparse.Namespace) -> "FabricSimConfig":
         spray=args.spray or SWITCHED_DEFAULTS["spray"], entropy_values=args.entropies,
         window_bytes=args.window,
         ack_per_packet=args.ack_every_packet, degrade=list(args.degrade_link), csig=args.csig,
-        fail=list(args.fail_link), seed=args.seed)
+        fail=list(args.fail_link), seed=args.seed, ses_header=args.ses_header)
 
 
 def replay_command(args: argparse.Namespace) -> str:
@@ -253,6 +256,8 @@ def replay_command(args: argparse.Namespace) -> str:
     if op != "send":
         words += ["--op", op]
     words += ["--spray", args.spray or PATHS_DEFAULTS["spray"], "--entropies", str(args.entropies)]
+    if args.ses_header != "auto":
+        words += ["--ses-header", args.ses_header]
     if getattr(args, "cc", None):
         words += ["--cc", args.cc]
     if getattr(args, "ack_every_packet", False):
@@ -282,6 +287,8 @@ def _replay_switched(args: argparse.Namespace) -> str:
         words += ["--ecn-ramp", f"{cfg.ecn_lo!r},{cfg.ecn_hi!r}"]
     if args.no_trim:
         words.append("--no-trim")
+    if args.ses_header != "auto":
+        words += ["--ses-header", args.ses_header]
     if args.trim_bytes != 256:
         words += ["--trim-bytes", str(args.trim_bytes)]
     if args.ack_every_packet:

@@ -16,8 +16,10 @@ every 16 KiB (C.3); NSCC (E.1) with REPS (E.5). A host's NIC is a port with an u
 never marks or trims (a host does not trim its own packets).
 
 ECMP (E.5): a switch with several up ports picks one by a hash of the frame's 5-tuple bytes (IPv4
-addresses and UDP ports: the source port is the entropy of a request) salted per switch from
-the seed, so that switches do not all make the same choice.
+addresses and UDP ports: the source port is the entropy, of a request and of its answers alike,
+A.1) salted per switch from the seed, so that switches do not all make the same choice. Each
+frame's own 5-tuple is hashed, so an ACK (its addresses swapped, the UET port as its destination)
+takes a path of its own, as in real fabrics, not its request's.
 
 CSIG (uet-facts E.4; the tag and its rules C1-C4 are uet.cms.csig's, the port's S5-S6 switch.py's),
 with ``csig`` set to a signal type's name (choices where the facts are silent):
@@ -115,6 +117,7 @@ class FabricSimConfig:
     csig_abw_gbps: float | None = None       # C2 full scale of ABW; None: rate_gbps (F2)
     csig_delay_unit_us: float | None = None  # C2 delay bucket; None: uet.cms.csig.Scale's
     csig_selector: dict[str, Any] = field(default_factory=dict)  # CsigSelector overrides (F3)
+    ses_header: str = "auto"                 # SesConfig.ses_header ("standard": A.1)
 
 
 def host_address(i: int) -> str:
@@ -254,7 +257,8 @@ class FabricSimulator:
 
     def _host(self, addr: str, i: int) -> Host:
         seed = (self.cfg.seed * 1_000_003 + i) & ((1 << 63) - 1)
-        ses = SesConfig(mtu=self.cfg.mtu, seed=seed & 0xFFFFFFFF, auto_receive=True)
+        ses = SesConfig(mtu=self.cfg.mtu, seed=seed & 0xFFFFFFFF, auto_receive=True,
+                        ses_header=self.cfg.ses_header)
         return Host(addr, pds=self._pds_config(), ses=ses, seed=seed)
 
     def _build_ports(self) -> None:

@@ -4,8 +4,8 @@ seed, links that carry encoded Ethernet/IPv4/UDP frames.
 Topology: host A (initiator, 10.0.0.1) and host B (target, 10.0.0.2) joined by ``paths`` parallel
 paths. What a path does to a frame - rate, delay, queue, ECN, trimming, loss, corruption,
 reordering, duplication, failure - is the network model of :mod:`uet.net` (one :class:`Link` per
-path and direction, ECMP by :class:`Ecmp` over each frame's 5-tuple, so the entropy of the
-initiator, echoed as the destination port of ACKs, chooses the path); this module drives it in
+path and direction, ECMP by :class:`Ecmp` on each frame's entropy, the UDP source port of a
+request and of its answers alike (A.1), so the EV chooses the path both ways); this module drives it in
 virtual time and applies its verdicts to the frames (trim and DSCP 11, CE, a flipped bit).
 
 Capture (``pcap``): every frame a host puts on a link, at its send time, exactly as sent; and
@@ -80,6 +80,7 @@ class SimConfig(NetConfig):
     time_limit_s: float = 10.0
     pds: dict[str, Any] = field(default_factory=dict)  # PdsConfig overrides
     security: Any = None  # a uet.tss.SecurityConfig: both hosts protect every datagram (H5)
+    ses_header: str = "auto"  # SesConfig.ses_header: "standard" for the reference provider (A.1)
 
 
 class _Host:
@@ -166,7 +167,8 @@ class Simulator:
     def _host(self, addr: str, pc: PdsConfig, k: int) -> Host:
         seed = self.cfg.seed * 2 + k
         # M7 of uet/ses/target.py: plain SENDs land in receives posted for them
-        ses = SesConfig(mtu=min(self.cfg.mtu, pc.mtu), seed=seed & 0xFFFFFFFF, auto_receive=True)
+        ses = SesConfig(mtu=min(self.cfg.mtu, pc.mtu), seed=seed & 0xFFFFFFFF, auto_receive=True,
+                        ses_header=self.cfg.ses_header)
         security = self.cfg.security
         if security is not None and k == 2:  # B serves: F's server mode keys by the client, A
             from ..tss.options import with_role
@@ -363,6 +365,8 @@ class Simulator:
             "messages": n,
             "mode": cfg.mode,
             "op": cfg.op,
+            "mtu": cfg.mtu,
+            "ses_header": cfg.ses_header,
             "sim_time_s": sim_time,
             "wall_time_s": round(wall, 6),
             "goodput_gbps": (nbytes * 8 / sim_time / 1e9) if sim_time > 0 else 0.0,

@@ -17,6 +17,7 @@ import socket
 from typing import Callable
 
 from .domain import SecureDomain
+from .kdf import LENGTH_BITS_DEFAULT
 from .keys import read_key_file
 from .layer import open_frame, parse_header
 
@@ -30,7 +31,7 @@ def _address(raw: bytes) -> str:
 
 
 def opener_for_key(key: bytes, *, sdi: int | None = None, mode: str = "direct",
-                   aad: str = "addresses") -> Opener:
+                   aad: str = "addresses", kdf_length_bits: int = LENGTH_BITS_DEFAULT) -> Opener:
     """An :data:`Opener` for one key (K1, K2)."""
     if sdi is not None:
         SecureDomain(sdi=sdi, key=key, mode=mode)  # a ValueError now, not per frame
@@ -43,14 +44,16 @@ def opener_for_key(key: bytes, *, sdi: int | None = None, mode: str = "direct",
         index = h[4] if sdi is None else sdi  # B.15: the SDI the frame names
         _header, plain = open_frame(uet, src=_address(src), dst=_address(dst), sport=sport,
                                     domains=(SecureDomain(sdi=index, key=key, mode=mode),),
-                                    aad=aad, trimmed=trimmed)
+                                    aad=aad, trimmed=trimmed,
+                                    kdf_length_bits=kdf_length_bits)
         return None if plain is None else (plain, not trimmed)
 
     return open_tss
 
 
 def capture_opener(path: str | os.PathLike, *, sdi: int | None = None, mode: str = "direct",
-                   aad: str = "addresses") -> Opener:
+                   aad: str = "addresses", kdf_length_bits: int = LENGTH_BITS_DEFAULT) -> Opener:
     """:func:`opener_for_key` with the key read from a key file (uet.tss.keys rules: refused
     with a one-line :class:`uet.tss.keys.KeyFileError` when others may read it)."""
-    return opener_for_key(read_key_file(path), sdi=sdi, mode=mode, aad=aad)
+    return opener_for_key(read_key_file(path), sdi=sdi, mode=mode, aad=aad,
+                          kdf_length_bits=kdf_length_bits)

@@ -95,6 +95,7 @@ class SecurityConfig:
     rekey_mask: int = 0xFF00
     rekey_shift: int = 8
     max_sources: int = 4096
+    kdf_length_bits: int = 16  # uet.tss.kdf rule 2 (H.1 #18): the 1.0 reference provider's width
 
     def __post_init__(self) -> None:
         if isinstance(self.domains, SecureDomain):
@@ -126,6 +127,9 @@ class SecurityConfig:
         if self.rekey_mask >> self.rekey_shift > 0xFFFFFFFF:
             raise ValueError("rekey mask >> shift must fit the 32-bit rekey field")
         _int("max sources", self.max_sources, 1, 1 << 24)
+        if self.kdf_length_bits not in (16, 32):
+            raise ValueError(f"KDF length field width must be 16 or 32 bits, got "
+                             f"{self.kdf_length_bits}")
 
     @property
     def send_domain(self) -> SecureDomain:

@@ -11,8 +11,10 @@ Rules:
 
 1. choice (AAD in UDP mode; F: AAD gives the native-IP rule only, H.2): ``aad="addresses"``
    (default) authenticates the IP source and destination addresses (4 + 4 or 16 + 16 bytes) and
-   then the security header up to the confidentiality offset. No UDP ports: the live relay
-   rewrites them as a NAT does, and the source port is only the entropy. ``"header"`` covers the
+   then the security header up to the confidentiality offset. No UDP ports: the source port is
+   only the entropy (an answer copies it, A.1; the live relay remaps it when two senders share
+   one). The live relay rewrites the addresses, so ``uet demo --tss`` uses ``"header"`` with an
+   SSI through it (uet.demo.command.through_relay). ``"header"`` covers the
    security header alone; it survives address rewriting only when the sender also sends an SSI,
    because without one F puts the source address into the IV (and cluster mode into the KDF).
    ``"entropy"`` puts a 4-byte entropy header built from the UDP source port (entropy(16),
@@ -70,7 +72,7 @@ from ..wire.uet_headers import TSS, TSS_ICV_LEN
 from . import replay as R
 from .cipher import TAG_LEN, decrypt_prefix, make_iv, open_sealed, seal
 from .domain import SecureDomain, SecurityConfig
-from .kdf import LABEL_CLUSTER, LABEL_SERVER, derive, kdf_context
+from .kdf import LABEL_CLUSTER, LABEL_SERVER, LENGTH_BITS_DEFAULT, derive, kdf_context
 
 assert TAG_LEN == TSS_ICV_LEN  # F: Cipher and the schema agree on the ICV length
 
@@ -85,7 +87,7 @@ _REPLAY_COUNTER = {R.REPLAY: "tss_replay", R.TOO_OLD: "tss_too_old",
 _H12 = struct.Struct(">IQ")
 _H16 = struct.Struct(">IIQ")
 _CACHE_LIMIT = 4096
-_derived: dict[tuple[bytes, bytes, bytes], tuple[bytes, bytes]] = {}
+_derived: dict[tuple[bytes, bytes, bytes, int], tuple[bytes, bytes]] = {}
 
 
 class TscExhaustedError(UetError):
@@ -130,22 +132,24 @@ def parse_header(data: bytes) -> tuple[int, bool, int, int, int, int | None, int
 
 # --- key material (rule 3) ----------------------------------------------------------------------
 
-def _derive_cached(key: bytes, label: bytes, context: bytes) -> tuple[bytes, bytes]:
-    k = (key, label, context)
+def _derive_cached(key: bytes, label: bytes, context: bytes,
+                   length_bits: int) -> tuple[bytes, bytes]:
+    k = (key, label, context, length_bits)
     v = _derived.get(k)
     if v is None:
         if len(_derived) >= _CACHE_LIMIT:
             del _derived[next(iter(_derived))]
-        out = derive(key, label, context)
+        out = derive(key, label, context, length_bits=length_bits)
         v = _derived[k] = (out[:32], out[32:44])
     return v
 
 
 def key_and_iv(dom: SecureDomain, *, sdi: int, ssi: int | None, epoch: int, tsc: int,
-               sender: bytes, client: bytes, rekey_mask: int, rekey_shift: int
-               ) -> tuple[bytes, bytes]:
+               sender: bytes, client: bytes, rekey_mask: int, rekey_shift: int,
+               kdf_length_bits: int = LENGTH_BITS_DEFAULT) -> tuple[bytes, bytes]:
     """The AES key and the IV of one packet (rule 3). ``sender`` and ``client`` are address
-    bytes: the packet's source, and the client end's address (server mode only)."""
+    bytes: the packet's source, and the client end's address (server mode only);
+    ``kdf_length_bits`` the width of the KDF's [L] field (uet.tss.kdf rule 2, H.1 #18)."""
     ssi4 = None if ssi is None else ssi.to_bytes(4, "big")
     src4 = ssi4 or (sender if len(sender) == 4 else sdi.to_bytes(4, "big"))
     if dom.mode == "direct":
@@ -154,11 +158,13 @@ def key_and_iv(dom: SecureDomain, *, sdi: int, ssi: int | None, epoch: int, tsc:
         ident = ssi4 if (ssi4 is not None and len(sender) == 4) else sender
         rekey = (tsc & rekey_mask) >> rekey_shift
         key, mask = _derive_cached(dom.key, LABEL_CLUSTER,
-                                   kdf_context(epoch=epoch, rekey=rekey, source=ident))
+                                   kdf_context(epoch=epoch, rekey=rekey, source=ident),
+                                   kdf_length_bits)
     else:
         ident = ssi4 if (ssi4 is not None and len(client) == 4) else client
         key, mask = _derive_cached(dom.key, LABEL_SERVER,
-                                   kdf_context(epoch=epoch, rekey=0, source=ident))
+                                   kdf_context(epoch=epoch, rekey=0, source=ident),
+                                   kdf_length_bits)
     return key, make_iv(source4=src4, epoch=epoch, tsc=tsc, mask=mask)
 
 
@@ -217,7 +223,8 @@ class TssLayer:
         header = pack_header(sdi=dom.sdi, an=dom.an, ssi=dom.ssi, epoch=cfg.epoch, tsc=tsc)
         client = src if dom.role == "client" else dst
         key, iv = key_and_iv(dom, sdi=dom.sdi, ssi=dom.ssi, epoch=cfg.epoch, tsc=tsc, sender=src,
-                             client=client, rekey_mask=cfg.rekey_mask, rekey_shift=cfg.rekey_shift)
+                             client=client, rekey_mask=cfg.rekey_mask, rekey_shift=cfg.rekey_shift,
+                             kdf_length_bits=cfg.kdf_length_bits)
         self._next_tsc = tsc + 1  # consumed even if sealing failed: never reuse (rule 4)
         out = header + seal(key, iv, make_aad(cfg.aad, header, src=src, dst=dst, sport=meta.sport),
                             body)
@@ -262,7 +269,8 @@ class TssLayer:
         cfg = self.config
         client = dst if dom.role == "client" else src
         key, iv = key_and_iv(dom, sdi=sdi, ssi=ssi, epoch=epoch, tsc=tsc, sender=src,
-                             client=client, rekey_mask=cfg.rekey_mask, rekey_shift=cfg.rekey_shift)
+                             client=client, rekey_mask=cfg.rekey_mask, rekey_shift=cfg.rekey_shift,
+                             kdf_length_bits=cfg.kdf_length_bits)
         if trimmed:
             stats["tss_trimmed"] += 1
             return Unprotected(decrypt_prefix(key, iv, data[hlen:]), True, sdi, epoch, tsc)
@@ -291,7 +299,7 @@ def _header_fields(data: bytes) -> dict[str, Any]:
 def open_frame(data: bytes, *, src: str, dst: str, sport: int,
                domains: Mapping[int, SecureDomain] | Sequence[SecureDomain],
                aad: str = "addresses", rekey_mask: int = 0xFF00, rekey_shift: int = 8,
-               trimmed: bool = False) -> tuple[dict[str, Any], bytes | None]:
+               trimmed: bool = False, kdf_length_bits: int = LENGTH_BITS_DEFAULT) -> tuple[dict[str, Any], bytes | None]:
     """(header fields, plaintext) of one captured TSS packet; the plaintext is None when the
     header is bad, the key unknown or the tag fails. Server-mode frames are tried with either end
     as the client, since a capture does not say which end is which (domain rule 3). With
@@ -316,7 +324,8 @@ def open_frame(data: bytes, *, src: str, dst: str, sport: int,
         for dom in cands:
             for client in ((s, d) if dom.mode == "server" else (s,)):
                 key, iv = key_and_iv(dom, sdi=sdi, ssi=ssi, epoch=epoch, tsc=tsc, sender=s,
-                                     client=client, rekey_mask=rekey_mask, rekey_shift=rekey_shift)
+                                     client=client, rekey_mask=rekey_mask, rekey_shift=rekey_shift,
+                                     kdf_length_bits=kdf_length_bits)
                 if trimmed:
                     return fields, decrypt_prefix(key, iv, data[hlen:])
                 plain = open_sealed(key, iv, ad, data[hlen:])

@@ -12,6 +12,9 @@ their help and their one-line errors.
       ``--sd-key``: the simulator, the demo) gives the epoch itself.
   O4  ``--tss-aad`` (default ``addresses``): what the AAD holds in UDP mode, where the facts give
       no rule (H.2); see uet.tss.layer.
+  O5  ``--tss-kdf-l 16|32`` (default 16): the width of the KDF's output-length field in cluster
+      and server modes, where the reference provider's trees disagree (H.1 #18; uet.tss.kdf
+      rule 2); 16 interoperates with its 1.0 code.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from .. import cliargs
 from .domain import MODES, SecureDomain, SecurityConfig
+from .kdf import LENGTH_BITS_CHOICES, LENGTH_BITS_DEFAULT
 from .keys import EpochStore, KeyFileError, key_from_seed, read_key_file, write_key_file
 
 AAD_CHOICES = ("addresses", "header", "entropy")
@@ -64,6 +68,16 @@ def add_tss_arguments(p: argparse.ArgumentParser, *, own_key: bool = False) -> N
                         "that rewrites ports), header (the security header only), entropy "
                         "(addresses, the 4-byte entropy header from the source port, then the "
                         "security header); default addresses")
+    add_kdf_width_argument(g)
+
+
+def add_kdf_width_argument(g: Any) -> None:
+    """O5 on a parser or argument group (also used by the commands that read captures)."""
+    g.add_argument("--tss-kdf-l", type=int, choices=LENGTH_BITS_CHOICES,
+                   default=LENGTH_BITS_DEFAULT, metavar="{16,32}", dest="tss_kdf_l",
+                   help="bits of the KDF's output-length field [L] in cluster and server modes: 16 "
+                        "as the UEC reference provider's 1.0 code (default), or 32 as its older "
+                        "in-kernel KDF (uet-facts F, H.1 #18); direct mode is unaffected")
 
 
 def tss_wanted(args: argparse.Namespace) -> bool:
@@ -90,7 +104,8 @@ def security_from_args(args: argparse.Namespace, *, role: str = "client",
             raise cliargs.UsageError(str(exc), hint=False) from None
     domain = SecureDomain(sdi=args.sdi, key=key, mode=args.tss_mode, role=role)
     return SecurityConfig(domains=(domain,), send_sdi=args.sdi, epoch=epoch or 0,
-                          aad=args.tss_aad)
+                          aad=args.tss_aad,
+                          kdf_length_bits=getattr(args, "tss_kdf_l", LENGTH_BITS_DEFAULT))
 
 
 def summary(config: SecurityConfig | None) -> dict[str, Any] | None:
@@ -98,7 +113,8 @@ def summary(config: SecurityConfig | None) -> dict[str, Any] | None:
     if config is None:
         return None
     d = config.domains[0]
-    return {"sdi": config.send_sdi, "mode": d.mode, "epoch": config.epoch, "aad": config.aad}
+    return {"sdi": config.send_sdi, "mode": d.mode, "epoch": config.epoch, "aad": config.aad,
+            "kdf_l": config.kdf_length_bits}
 
 
 def own_security(args: argparse.Namespace, *, seed: int, capture: str | None,
