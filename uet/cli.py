@@ -46,6 +46,9 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         opts=Options(ccx_layout=args.ccx_layout, rsv_pdc_bit=args.rsv_pdc_bit,
                      mswap_cswap_ext=args.mswap_cswap_ext),
     )
+    from .capture.reassembly import Reassembler
+
+    reasm = Reassembler()  # IP fragments (issue 27): the completing frame decodes the datagram
     out = sys.stdout
     binary = getattr(out, "buffer", None)  # JSON Lines go out as bytes where stdout takes them
     chunk: list[Any] = []
@@ -68,10 +71,10 @@ def _cmd_decode(args: argparse.Namespace) -> int:
             quick = QuickDecoder(cfg)  # the plain frames; the others go to the reference
             dumps, exact = _json_encoders()
             out.flush()
-            for n, (linktype, raw, _ts) in enumerate(read_frames(args.file), 1):
-                obj = quick(linktype, raw, n)
+            for n, (linktype, raw, ts) in enumerate(read_frames(args.file), 1):
+                obj = quick(linktype, raw, n)  # None for a fragment: the reference's
                 if obj is None:
-                    obj = decode_frame(linktype, raw, n, cfg).obj
+                    obj = decode_frame(linktype, raw, n, cfg, reasm=reasm, ts=ts).obj
                 try:
                     chunk.append(dumps(obj))
                 except TypeError:
@@ -81,8 +84,9 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         else:
             from .capture.tree import frame_tree
 
-            for n, (linktype, raw, _ts) in enumerate(read_frames(args.file), 1):
-                chunk.append(frame_tree(decode_frame(linktype, raw, n, cfg), len(raw)) + "\n")
+            for n, (linktype, raw, ts) in enumerate(read_frames(args.file), 1):
+                res = decode_frame(linktype, raw, n, cfg, reasm=reasm, ts=ts)
+                chunk.append(frame_tree(res, len(raw)) + "\n")
                 if len(chunk) >= 512:
                     flush()
     except CaptureError as exc:
@@ -92,6 +96,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
             binary.flush()
         out.flush()
         print(f"uet decode: {exc}", file=sys.stderr)
+        _unfinished(reasm, args.file)
         # A damaged record after a readable header is still a file that could be read (design.md).
         return 0 if isinstance(exc, CaptureStopped) else 2
     if chunk:
@@ -99,7 +104,15 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     if binary is not None:
         binary.flush()
     out.flush()
+    _unfinished(reasm, args.file)
     return 0
+
+
+def _unfinished(reasm: Any, name: str) -> None:
+    """The datagrams whose fragments never completed, on stderr (stdout holds one object per
+    frame): one line each (uet.capture.reassembly LOST_KEEP, then a count)."""
+    for line in reasm.finish():
+        print(f"uet decode: {name}: {line}", file=sys.stderr)
 
 
 def _cmd_wireshark(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ import re
 import sys
 from typing import IO, Any, Callable, NoReturn, Sequence
 
-from . import UET_UDP_PORT
+from . import UET_IP_PROTO, UET_UDP_PORT
 
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -292,13 +292,27 @@ def add_mtu_argument(p: Any, *, where: str = "the MTU of the interface the route
                    help=MTU_HELP.format(where=where))
 
 
+ENCAP_HELP = ("how UET is carried (uet-facts A.1): udp (the default) or ip, directly in IP "
+              "protocol --ip-proto behind the 4-byte entropy header, on a raw socket (root or "
+              "CAP_NET_RAW); a receiver with ip also accepts UDP and answers each peer in kind; "
+              "TSS then uses the native-IP AAD (F)")
+
+
+def add_encap_arguments(p: Any) -> None:
+    """``--encap udp|ip`` and ``--ip-proto N`` of a live command (uet.io.native_ip)."""
+    p.add_argument("--encap", choices=("udp", "ip"), default="udp", help=ENCAP_HELP)
+    p.add_argument("--ip-proto", type=integer(1, 255, "an IP protocol number, e.g. 253"),
+                   default=UET_IP_PROTO, metavar="N",
+                   help=f"the IP protocol of --encap ip (default {UET_IP_PROTO}, A.1)")
+
+
 def add_ses_header_argument(p: Any) -> None:
     p.add_argument("--ses-header", choices=("auto", "standard"), default="auto",
                    help=SES_HEADER_HELP)
 
 
 def resolve_mtu(given: int | None, *, peer: str | None = None, bind: str | None = None,
-                tss: bool = False, csig: bool = False) -> int:
+                tss: bool = False, csig: bool = False, native_ip: bool = False) -> int:
     """``--mtu`` as given, else the default of uet.mtu (the route towards ``peer``, or the
     interface of ``bind``); UsageError (exit 2, one line) when neither tells."""
     if given is not None:
@@ -306,7 +320,7 @@ def resolve_mtu(given: int | None, *, peer: str | None = None, bind: str | None 
     from .mtu import MtuError, default_payload
 
     try:
-        return default_payload(peer=peer, bind=bind, tss=tss, csig=csig)[0]
+        return default_payload(peer=peer, bind=bind, tss=tss, csig=csig, native_ip=native_ip)[0]
     except MtuError as exc:
         raise UsageError(str(exc), hint=False) from None
     except OSError as exc:

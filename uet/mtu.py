@@ -42,6 +42,7 @@ MIN_PAYLOAD = 256                          # --mtu's floor (a payload that still
 MAX_PAYLOAD = (1 << 14) - 1                # D.3: payload_length is 14 bits
 SIM_PAYLOAD = 4096                         # uet sim: no interface to ask
 IPV4_LEN, IPV6_LEN, UDP_LEN = 20, 40, 8
+ENTROPY_LEN = 4  # A.1: native IP's entropy header, where UDP's 8 bytes were
 EMSGSIZE = errno.EMSGSIZE
 
 # Linux socket options the socket module does not export everywhere (linux/in.h, linux/in6.h)
@@ -64,26 +65,28 @@ class DatagramTooBig(UetError):
     message is :func:`too_big_line`'s one line."""
 
 
-def packet_overhead(*, ipv6: bool = False, tss: bool = False, csig: bool = False) -> int:
+def packet_overhead(*, ipv6: bool = False, tss: bool = False, csig: bool = False,
+                    native_ip: bool = False) -> int:
     """The worst-case bytes of one datagram beyond its payload, from the schema's header sizes:
     the IP header (20, or 40 for IPv6), UDP (8), the CSIG tag a live fabric puts ahead of the UET
     bytes (4, E.4, when ``csig``), the largest PDS request header (16: RUD/ROD with CC state,
     B.6), the standard SES header (44, D.3) with its largest extension (36: compare-and-swap,
     D.6), and the integrity: the CRC-32C trailer (4, A.3) or, with ``tss``, the largest TSS
-    header (16, with SSI, B.15) and its ICV (16, F). IPv4 without TSS: 128 bytes."""
+    header (16, with SSI, B.15) and its ICV (16, F). IPv4 without TSS: 128 bytes.
+    ``native_ip``: the entropy header (4, A.1) instead of UDP's 8 (``--encap ip``)."""
     ip = IPV6_LEN if ipv6 else IPV4_LEN
     pds = max(codec(k).max_size for k in _PDS_REQUESTS)
     ses = codec("ses.std").max_size + max(codec(k).max_size for k in _SES_EXTENSIONS)
     integrity = codec("tss").max_size + TSS_ICV_LEN if tss else TRAILER_LEN
-    return ip + UDP_LEN + (CSIG_TAG_LEN if csig else 0) + pds + ses + integrity
+    return ip + (ENTROPY_LEN if native_ip else UDP_LEN) + (CSIG_TAG_LEN if csig else 0) + pds + ses + integrity
 
 
 def payload_for_mtu(link_mtu: int, *, ipv6: bool = False, tss: bool = False,
-                    csig: bool = False) -> int:
+                    csig: bool = False, native_ip: bool = False) -> int:
     """A.1: the largest of ``PAYLOAD_SIZES`` whose whole datagram (``packet_overhead`` plus the
     payload) fits ``link_mtu``: 1024 at 1500, 8192 at 9000 and on loopback (65536), 1024 at
     IPv6's minimum 1280. Raises :class:`MtuError` when not even 1024 fits (an IPv4 link of 576)."""
-    room = link_mtu - packet_overhead(ipv6=ipv6, tss=tss, csig=csig)
+    room = link_mtu - packet_overhead(ipv6=ipv6, tss=tss, csig=csig, native_ip=native_ip)
     fits = [p for p in PAYLOAD_SIZES if p <= room]
     if not fits:
         raise MtuError(f"no payload size of {', '.join(map(str, PAYLOAD_SIZES))} fits an MTU of "
@@ -173,7 +176,8 @@ def local_mtu(addr: str) -> int | None:
 
 
 def default_payload(*, peer: str | None = None, bind: str | None = None, tss: bool = False,
-                    csig: bool = False, port: int = 4793) -> tuple[int, int]:
+                    csig: bool = False, port: int = 4793,
+                    native_ip: bool = False) -> tuple[int, int]:
     """(payload bytes per packet, the link MTU it was chosen for): ``payload_for_mtu`` of the
     route towards ``peer``, or of the interface of ``bind`` (:func:`local_mtu`) when there is no
     peer. Raises :class:`MtuError` (``--mtu`` settles it) or OSError (no route)."""
@@ -183,7 +187,8 @@ def default_payload(*, peer: str | None = None, bind: str | None = None, tss: bo
     mtu = route_mtu(addr, port) if peer is not None else local_mtu(addr)
     if mtu is None:
         raise MtuError(f"cannot tell the MTU of the interface of {addr}: give --mtu N")
-    return payload_for_mtu(mtu, ipv6=family_of(addr) == socket.AF_INET6, tss=tss, csig=csig), mtu
+    return payload_for_mtu(mtu, ipv6=family_of(addr) == socket.AF_INET6, tss=tss, csig=csig,
+                           native_ip=native_ip), mtu
 
 
 # --- sockets ----------------------------------------------------------------------------------

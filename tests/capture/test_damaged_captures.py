@@ -466,6 +466,11 @@ def test_damaged_files_never_raise(fuzz_dir, base, edits, cut):
     assert [o["frame"] for o in objs] == list(range(1, len(objs) + 1))
     assert all(isinstance(o["problems"], list) for o in objs)
     lines = err.splitlines()
+    # an edit can make a frame an IP fragment whose datagram never completes: uet decode names
+    # each such datagram on stderr after everything else (uet.capture.reassembly), bounded
+    unfinished = [ln for ln in lines if "never completed" in ln]
+    assert len(unfinished) <= 101 and lines[len(lines) - len(unfinished):] == unfinished
+    lines = lines[:len(lines) - len(unfinished)]
     assert len(lines) <= 1
     if rc == 2:
         assert objs == [] and lines and "not a readable" in lines[0]

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
-import shutil
-import signal
 import subprocess
 
 import pytest
@@ -24,72 +21,20 @@ import pytest
 from uet.capture.refprov import check_capture
 
 from .conftest import env, uet_cmd
+from .netns import ADDRS, Capture, why_not
+from .netns import veth_pair as netns_veth_pair
 
-SRC, DST = "10.203.0.1", "10.203.0.2"
+SRC, DST, _ = ADDRS[4]
 DEFAULT_PAYLOAD = {1500: 1024, 9000: 8192}  # A.1: the reference's sizes, the largest that fits
-
-
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check, timeout=20)
-
-
-def _why_not() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces)"
-    for tool in ("ip", "tcpdump"):
-        if shutil.which(tool) is None:
-            return f"needs {tool} (.ci/run installs it from Debian's packages)"
-    name = f"uetprobe{os.getpid()}"
-    r = _ip("netns", "add", name, check=False)
-    if r.returncode != 0:
-        return f"ip netns add failed: {r.stderr.strip()}"
-    _ip("netns", "del", name, check=False)
-    return None
 
 
 @pytest.fixture(params=[1500, 9000], ids=["mtu1500", "mtu9000"])
 def veth_pair(request):
-    why = _why_not()
+    why = why_not()
     if why:
         pytest.skip(why)
-    mtu = request.param
-    a, b = f"uetRA{os.getpid()}", f"uetRB{os.getpid()}"
-    made = []
-    try:
-        for ns in (a, b):
-            _ip("netns", "add", ns)
-            made.append(ns)
-            _ip("-n", ns, "link", "set", "lo", "up")
-        _ip("link", "add", "vra", "netns", a, "type", "veth", "peer", "name", "vrb", "netns", b)
-        for ns, dev, addr in ((a, "vra", SRC), (b, "vrb", DST)):
-            _ip("-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
-            _ip("-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
-        yield a, b, mtu
-    finally:
-        for ns in made:
-            _ip("netns", "del", ns, check=False)
-
-
-class Capture:
-    """tcpdump on the sender's veth, both directions, every byte of every frame."""
-
-    def __init__(self, ns: str, path: str):
-        self.path = path
-        # --immediate-mode: without it the kernel hands frames over a block at a time (or after
-        # a timeout), and a short transfer's frames were still in the ring at SIGINT: none were
-        # written; -B 64 MiB: in immediate mode the default 2 MiB ring overflowed (measured: 1214
-        # of 2055 frames of a 1 MiB transfer dropped), with it none are
-        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", "vra", "-s", "0",
-                                      "-U", "--immediate-mode", "-B", "65536", "-n", "-w", path,
-                                      "ip or ip6"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        line = self.proc.stderr.readline().decode()  # "listening on vra ..." once it captures
-        assert "listening on" in line, line
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            self.proc.wait(timeout=30)
+    with netns_veth_pair("R", mtu=request.param) as (a, b, dev):
+        yield a, b, request.param, dev
 
 
 def _recv(ns: str, out: str) -> subprocess.Popen:
@@ -124,13 +69,13 @@ def _request_payloads(path: str) -> list[int]:
 @pytest.mark.parametrize("size,paths", [(1 << 20, 4), (100, 1)], ids=["1MiB-4paths", "100B"])
 def test_a1_a3_a_transfer_between_namespaces_passes_the_reference_receive_rules(
         veth_pair, tmp_path, size, paths):
-    a, b, mtu = veth_pair
+    a, b, mtu, dev = veth_pair
     data = random.Random(size).randbytes(size)
     src = tmp_path / "data.bin"
     src.write_bytes(data)
     out = tmp_path / "out.bin"
     pcap = str(tmp_path / "veth.pcap")
-    cap = Capture(a, pcap)
+    cap = Capture(a, dev, pcap)
     rx = None
     try:
         rx = _recv(b, str(out))
@@ -157,7 +102,7 @@ def test_a1_a3_a_transfer_between_namespaces_passes_the_reference_receive_rules(
 
 
 def test_a1_a_payload_that_does_not_fit_the_link_is_one_line_and_exit_2(veth_pair, tmp_path):
-    a, b, mtu = veth_pair
+    a, b, mtu, _dev = veth_pair
     if mtu != 1500:
         pytest.skip("4096 bytes fit at MTU 9000")
     src = tmp_path / "data.bin"

@@ -43,6 +43,7 @@ from typing import Any, Iterable
 from .. import UET_UDP_PORT
 from ..capture.frame import DecodeConfig, decode_frame
 from ..capture.pcap import CaptureStopped, read_frames
+from ..capture.reassembly import Reassembler
 from ..wire.build import DSCP_TRIMMED
 from ..wire.enums import ACK_TYPES, CONTROL_TYPE, NACK_TYPES, REQUEST_TYPES, nack_name
 
@@ -190,6 +191,8 @@ class _Reader:
         self.ports = ports
         self.open_tss = open_tss
         self.known = DecodeConfig(ports=ports or (UET_UDP_PORT,), open_tss=open_tss)
+        # IP fragments (issue 27): a datagram is read in the frame that completes it
+        self.reasm = Reassembler()
         # what the confirmed frames showed so far: the sets only grow, so a frame they decide
         # as it is read is decided as it would be at the end of the file
         self.pdcs: set[tuple] = set()
@@ -204,7 +207,7 @@ class _Reader:
         self.uncounted = 0                # frames outside PDCs that found no room to wait
 
     def frame(self, n: int, linktype: int, raw: bytes, ts: float) -> None:
-        obj = decode_frame(linktype, raw, n, self.known).obj
+        obj = decode_frame(linktype, raw, n, self.known, reasm=self.reasm, ts=ts).obj
         if "uet" in obj:
             if "error" in obj:
                 self.intake.add_broken(Broken(n, obj["error"]))
@@ -222,7 +225,8 @@ class _Reader:
         if self.ports is not None or udp is None or "roce" in obj:
             return
         alt = decode_frame(linktype, raw, n, DecodeConfig(ports=(udp["dport"],),
-                                                          open_tss=self.open_tss)).obj
+                                                          open_tss=self.open_tss),
+                           reasm=self.reasm, ts=ts).obj
         if "uet" not in alt:
             return
         ip = alt["ip"]
@@ -313,6 +317,11 @@ class _Reader:
                 f"{self.unjudged} frame(s) on other UDP ports that decode as UET were not judged: "
                 f"more than {PENDING_MAX} frames, or broken frames of more than {LOOSE_PAIRS_MAX} "
                 "address pairs, waited for a confirmed frame to show where they belong")
+        if self.reasm.completed:
+            intake.notes.append(
+                f"{self.reasm.completed} IP datagram(s) were reassembled from fragments: their "
+                "sender exceeded the link MTU (uet-facts A.1: DF on every datagram)")
+        intake.notes.extend(f"IP fragments: {line}" for line in self.reasm.finish())
         if self.uncounted:
             intake.notes.append(
                 f"{self.uncounted} UET frame(s) outside PDCs without a trailer were not counted: "

@@ -5,6 +5,11 @@ IPv4/IPv6 -> UDP (UET on the configured ports, RoCEv2 on 4791) or IP protocol 25
 entropy header). Never raises on frame contents: what cannot be decoded goes into ``problems`` and
 ``error``.
 
+IP fragments (IPv4 MF or an offset; an IPv6 Fragment header, after any hop-by-hop, routing or
+destination options headers) go to a :class:`uet.capture.reassembly.Reassembler` when the caller
+passes one: the frame that completes a datagram decodes the whole datagram (its ``ip`` is the
+rebuilt datagram's header), the others only say what fragment they are.
+
 The CSIG tag (uet-facts E.4, layout uet.cms.csig C1) is read like an 802.1Q tag: an EtherType (the
 TPID, ``DecodeConfig.csig_ethertype``), 16 bits of tag, then the inner EtherType; VLAN tags may come
 before and after it. Its fields become the frame's ``"csig"`` object.
@@ -29,6 +34,7 @@ from ..wire.render import header_json
 from ..wire.schema import DEFAULT_OPTIONS, Options
 from ..wire.build import DSCP_TRIMMED
 from ..wire.trailer import CrcContext
+from .reassembly import Fragment, Reassembler
 
 LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_RAW, LINKTYPE_LOOP = 0, 1, 101, 108
 LINKTYPE_SLL, LINKTYPE_IPV4, LINKTYPE_IPV6, LINKTYPE_SLL2 = 113, 228, 229, 276
@@ -72,6 +78,9 @@ class FrameResult:
     udp_fields: dict[str, Any] | None = None
     csig_fields: dict[str, Any] | None = None
     pfc_fields: dict[str, Any] | None = None
+    #: the frame is an IP fragment (its own header says so; ``ip_fields`` stays that header's
+    #: fields when the frame completes a datagram and ``uet`` shows the whole datagram)
+    fragment: bool = False
 
 
 class _Stop(Exception):
@@ -188,14 +197,18 @@ def _pfc(raw: bytes, off: int, res: FrameResult, problems: list[str]) -> None:
     raise _LinkOnly
 
 
-def decode_frame(linktype: int, raw: bytes, number: int, cfg: DecodeConfig | None = None) -> FrameResult:
-    """Decode one frame; ``number`` is its 1-based position in the file."""
+def decode_frame(linktype: int, raw: bytes, number: int, cfg: DecodeConfig | None = None, *,
+                 reasm: Reassembler | None = None, ts: float = 0.0) -> FrameResult:
+    """Decode one frame; ``number`` is its 1-based position in the file. Without ``reasm`` an IP
+    fragment is only named as one; with it (:mod:`uet.capture.reassembly`, one per capture) the
+    fragment is held and the frame that completes a datagram decodes the whole of it. ``ts``: the
+    frame's capture timestamp (the reassembler's time limit is in capture time)."""
     cfg = cfg or DecodeConfig()
     obj: dict[str, Any] = {"frame": number}
     res = FrameResult(obj)
     problems: list[str] = []
     try:
-        _decode_ip(linktype, raw, cfg, res, problems)
+        _decode_ip(linktype, raw, cfg, res, problems, reasm, number, ts)
     except _LinkOnly:
         pass
     except _Stop as stop:
@@ -209,7 +222,8 @@ def decode_frame(linktype: int, raw: bytes, number: int, cfg: DecodeConfig | Non
     return res
 
 
-def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, problems: list[str]) -> None:
+def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, problems: list[str],
+               reasm: Reassembler | None = None, number: int = 0, ts: float = 0.0) -> None:
     obj = res.obj
     off, version = _link_to_ip(linktype, raw, cfg, res, problems)
     if off >= len(raw):
@@ -229,8 +243,9 @@ def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, p
         src, dst = raw[off + 12:off + 16], raw[off + 16:off + 20]
         obj["ip"] = {"version": 4, "src": inet_ntoa(src), "dst": inet_ntoa(dst), "dscp": ip["dscp"],
                      "ecn": ip["ecn"], "ttl": ip["ttl"]}
-        if ip["flags"] & 1 or ip["fragment_offset"]:
+        if (ip["flags"] & 1 or ip["fragment_offset"]) and reasm is None:
             res.ip_fields = ip  # what a fragment is (uet.capture.refprov RP2)
+            res.fragment = True
             problems.append("ipv4: fragment; transport not decoded")
             return
     elif actual == 6:
@@ -253,6 +268,27 @@ def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, p
         raise _Stop(f"ip: total length {total} is shorter than the header")
     pkt = raw[off:end]  # drops Ethernet padding
     l4 = hlen
+    frag: Fragment | None = None
+    if actual == 4 and (ip["flags"] & 1 or ip["fragment_offset"]):
+        frag = Fragment(4, bytes(src), bytes(dst), ip["identification"], proto,
+                        ip["fragment_offset"] * 8, bool(ip["flags"] & 1), pkt[hlen:], pkt[:hlen],
+                        ecn=ip["ecn"])
+    elif actual == 6:
+        proto, l4, frag = _ipv6_chain(pkt, proto, ip["ecn"])
+    if frag is not None:
+        res.fragment = True
+        if reasm is None:
+            problems.append(f"ipv{actual}: fragment; transport not decoded")
+        elif end - off < total:
+            problems.append(f"ipv{actual}: fragment captured in part: not reassembled")
+        else:
+            out = reasm.feed(frag, frame=number, ts=ts)
+            problems.extend(out.problems)
+            if out.packet is not None:  # the whole datagram, decoded as this frame's
+                own = res.ip_fields
+                _decode_ip(LINKTYPE_RAW, out.packet, cfg, res, problems)
+                res.ip_fields = own
+        return
 
     if proto == 17:
         if len(pkt) - l4 < 8:
@@ -282,6 +318,34 @@ def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, p
         ctx = CrcContext(bytes(src), bytes(dst), None)
         _attach(obj, res, problems, "uet",
                 decode_uet(pkt[l4:], ctx, trailer=cfg.trailer, opts=cfg.opts, entropy_header=True))
+
+
+_IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options: (length + 1) * 8 bytes
+IPV6_FRAGMENT = 44       # RFC 8200 4.5
+
+
+def _ipv6_chain(pkt: bytes, proto: int, ecn: int) -> tuple[int, int, Fragment | None]:
+    """Walk the IPv6 extension headers before the transport: (its protocol, its offset, the
+    fragment when a Fragment header says the packet is one; an atomic fragment, offset 0 and no
+    more, is a whole packet: RFC 6946)."""
+    l4 = 40
+    while proto in _IPV6_EXT:
+        if len(pkt) - l4 < 8:
+            raise _Stop(f"ipv6: truncated extension header {proto}")
+        proto, l4 = pkt[l4], l4 + (pkt[l4 + 1] + 1) * 8
+    if l4 > len(pkt):
+        raise _Stop(f"ipv6: extension headers end at byte {l4}, beyond the {len(pkt)} present")
+    if proto != IPV6_FRAGMENT:
+        return proto, l4, None
+    if len(pkt) - l4 < 8:
+        raise _Stop("ipv6: truncated fragment header")
+    nh, word = pkt[l4], int.from_bytes(pkt[l4 + 2:l4 + 4], "big")
+    offset, more = (word >> 3) * 8, bool(word & 1)
+    if not offset and not more:
+        return nh, l4 + 8, None
+    return nh, l4 + 8, Fragment(6, bytes(pkt[8:24]), bytes(pkt[24:40]),
+                                int.from_bytes(pkt[l4 + 4:l4 + 8], "big"), nh, offset, more,
+                                pkt[l4 + 8:], pkt[:40], extra=l4 - 40, ecn=ecn)
 
 
 def _attach(obj: dict[str, Any], res: FrameResult, problems: list[str], key: str, d: Decoded) -> None:

@@ -2,11 +2,12 @@
 
 :func:`uet.capture.frame.decode_frame` (with :mod:`uet.wire.packet`) is the reference: it walks any
 frame, keeps what decodes and words every problem. Most frames of a capture give it nothing to say:
-Ethernet without tags or raw IP, an unfragmented IPv4 or IPv6 packet captured whole, UDP, then UET
-(a PDS header and at most one SES header without an extension, a trailer that verifies or none) or
-RoCEv2 (a BTH and its extension headers, an ICRC that verifies). :class:`QuickDecoder` builds the
-same object for those with fewer steps and returns None for every other frame, which the reference
-then decodes. It words no problem itself: a frame with one, however small, is the reference's.
+Ethernet without tags or raw IP, an unfragmented IPv4 or IPv6 packet (no IPv6 extension header)
+captured whole, UDP, then UET (a PDS header and at most one SES header without an extension, a
+trailer that verifies or none) or RoCEv2 (a BTH and its extension headers, an ICRC that verifies).
+:class:`QuickDecoder` builds the same object for those with fewer steps and returns None for every
+other frame (an IP fragment among them), which the reference then decodes. It words no problem
+itself: a frame with one, however small, is the reference's.
 
 Where the time goes in the reference, and what is done here instead: a header's variant is found
 by walking its switch tree (here: cached by the bits of its selector fields); a header is decoded as
@@ -49,6 +50,7 @@ _roce_icrc = native.roce_icrc
 _ZERO_CHECKSUM = b"\x00\x00"
 _CACHE_LIMIT = 1 << 16
 _COMPILE_BUDGET = 256
+_IPV6_CHAIN = frozenset({0, 43, 44, 60})  # extension headers the reference walks (and fragments)
 
 Compiled = Callable[[bytes, int], Any]
 
@@ -360,8 +362,8 @@ class QuickDecoder:
         if end > n or total < hlen:
             return None
         if proto != 17:
-            if proto == 253:  # UET with the entropy header: the reference
-                return None
+            if proto == 253 or (version == 6 and proto in _IPV6_CHAIN):
+                return None  # UET with the entropy header, IPv6 extension headers: the reference
             return {"frame": number, "ip": ip, "problems": []}
         u = off + hlen
         if end - u < 8:

@@ -46,11 +46,11 @@ from typing import Any, Iterable
 
 from .. import UET_UDP_PORT
 from ..wire.enums import ACK_TYPES, CONTROL_TYPE, NACK_TYPES, REQUEST_TYPES, RUDI_REQ, RUDI_RESP
-from .frame import DecodeConfig, decode_frame
+from .frame import IPV6_FRAGMENT, DecodeConfig, decode_frame
+from .reassembly import Reassembler
 
 #: A.1 "SES headers RP parses": NONE, REQUEST_STD, RESPONSE, RESPONSE_W_DATA
 ACCEPTED_NEXT_HDR = frozenset({0, 3, 4, 5})
-IPV6_FRAGMENT = 44  # RFC 8200 next-header value of the Fragment header
 #: how many violations a report keeps in full (the rest are counted)
 KEEP_VIOLATIONS = 50
 
@@ -125,20 +125,23 @@ class _Model:
     def __init__(self, *, uet_port: int, max_payload: int | None, open_tss: Any) -> None:
         self.report = RefProvReport(uet_port=uet_port, max_payload=max_payload)
         self.cfg = DecodeConfig(ports=(uet_port,), trailer="auto", open_tss=open_tss)
+        # a datagram sent in fragments is judged whole in the frame that completes it; each
+        # fragment is still RP2 (the reference never reassembles)
+        self.reasm = Reassembler()
         # (requester address, target address, requester's PDCID or None for RUDI, PSN or
         # pkt_id) -> the EVs (UDP source ports) that request was sent with
         self.sent: dict[tuple[str, str, int | None, int], set[int]] = {}
         self.pending: list[tuple[int, tuple[str, str, int | None, int], int, str]] = []
 
     def frame(self, linktype: int, raw: bytes, number: int) -> None:
-        res = decode_frame(linktype, raw, number, self.cfg)
+        res = decode_frame(linktype, raw, number, self.cfg, reasm=self.reasm)
         obj = res.obj
         udp = obj.get("udp")
         if "uet" not in obj and udp is not None and "error" not in obj:
             # UET sent to another port is found by its verifying trailer (RP1)
             res = decode_frame(linktype, raw, number,
                                DecodeConfig(ports=(udp["dport"],), trailer="crc",
-                                            open_tss=self.cfg.open_tss))
+                                            open_tss=self.cfg.open_tss), reasm=self.reasm)
             uet = res.obj.get("uet", {})
             if not (uet.get("crc") or {}).get("ok"):
                 return  # not UET, as far as anyone can tell
@@ -171,7 +174,9 @@ class _Model:
             rep.add(Violation(number, "RP3", f"next_hdr {nh} ({pds.get('next_hdr_name')}): the "
                                              "reference parses only 0, 3, 4 and 5"))
         src, dst = obj["ip"]["src"], obj["ip"]["dst"]
-        sport = udp["sport"] if udp is not None else None
+        # the EV: UDP's source port, or native IP's entropy header (A.1: an answer copies it)
+        sport = (udp["sport"] if udp is not None
+                 else (uet.get("entropy") or {}).get("entropy"))
         if ptype in REQUEST_TYPES or ptype in (RUDI_REQ, CONTROL_TYPE):
             # a CONTROL packet takes a PSN and is ACKed like a request (C.5, B.12)
             rep.requests += 1
@@ -208,7 +213,7 @@ class _Model:
                                                  "reassembles"))
             elif not ip.get("flags", 0) & 2:
                 rep.add(Violation(number, "RP2", "DF is not set"))
-        elif ip.get("next_header") == IPV6_FRAGMENT:
+        elif ip.get("next_header") == IPV6_FRAGMENT or res.fragment:
             rep.add(Violation(number, "RP2", "an IPv6 fragment: the reference never reassembles"))
 
     def finish(self) -> RefProvReport:

@@ -124,6 +124,8 @@ class Context:
     settle: float = SETTLE   # (at most ``timeout``) see settle_peers()
     mtu: int = 1024                       # payload bytes per packet of multi-packet messages (A.1)
     ses_header: str = "auto"              # "standard": next_hdr 6 is a failure (A.1)
+    encap: str = "udp"                    # "ip": UET in IP protocol ip_proto (A.1 "Native IP")
+    ip_proto: int = 253                   # A.1: RFC 3692 experimental, as the reference
     rng: random.Random = field(init=False)
     _peers: list[Peer] = field(default_factory=list, init=False)
     inbox: Inbox | None = field(default=None, init=False)
@@ -156,7 +158,8 @@ class Context:
         address, the UET port): A.1. Raises uet.ownaddr.LocalAddressError (an OSError, one line)
         when no such address can be bound."""
         if self.inbox is None:
-            self.inbox = Inbox(self.target, local=self.local)
+            self.inbox = Inbox(self.target, local=self.local, encap=self.encap,
+                               ip_proto=self.ip_proto)
         return self.inbox
 
     def close(self) -> None:

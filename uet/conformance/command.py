@@ -28,6 +28,12 @@ receives every answer on one socket at (its own address, the UET port) and sorts
 (RUDI and UUD are tested too; a target that does not answer RUDI skips that check). Profile ses:
 an SES above the PDS whose responses ride on ACKs; ``--mkey KEY:LEN`` names a memory region the
 target exposes (readable, writable, atomics) for the WRITE/READ/atomic/out-of-range checks.
+
+``--encap ip`` (A.1 "Native IP"; root or CAP_NET_RAW, else one line and exit 2): the suite sends
+every packet directly in IP protocol ``--ip-proto N`` (253) behind the entropy header, whose EV
+stands for the UDP source port, with the native-IP trailer (A.3; a damaged trailer stays damaged
+by the same bits, uet.wire.ipencap), and reads the answers from a raw socket at its own address
+as well as at the UET port over UDP.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from typing import Any, Sequence
 from .. import cliargs
 from ..mtu import DatagramTooBig
 from ..ownaddr import LocalAddressError
+from ..rawip import RawDenied
 from .checks import PROFILES, SETTLE, Check, Context, Result, run_checks
 from .pds_checks import CHECKS as PDS_CHECKS
 from .report import progress_line, text_header, text_summary, write_json, write_junit
@@ -107,6 +114,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seed of the start PSNs, keys and payloads (default random)")
     cliargs.add_mtu_argument(p, where="the MTU of the interface the route to the target uses")
     cliargs.add_ses_header_argument(p)
+    cliargs.add_encap_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per check")
 
@@ -125,19 +133,20 @@ def run(args: argparse.Namespace) -> int:
             cliargs.check_same_family("--bind", args.bind, args.target[0], "the target")
         if not checks:
             raise cliargs.UsageError("no check matches --profile, --level and --check")
-        mtu = cliargs.resolve_mtu(args.mtu, peer=args.target[0])
+        mtu = cliargs.resolve_mtu(args.mtu, peer=args.target[0], native_ip=args.encap == "ip")
         junit = cliargs.open_output(args.junit, "wb") if args.junit else None
     except cliargs.UsageError as exc:
         return exc.report(prog)
     err = sys.stderr
     ctx = Context(args.target, timeout=args.timeout, local=args.bind, mkey=args.mkey,
-                  seed=args.seed, settle=args.settle, mtu=mtu, ses_header=args.ses_header)
+                  seed=args.seed, settle=args.settle, mtu=mtu, ses_header=args.ses_header,
+                  encap=args.encap, ip_proto=args.ip_proto)
     host, port = args.target
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     profiles = [p for p in PROFILES if any(c.profile == p for c in checks)]
     try:
         inbox = ctx.open()  # A.1: every answer comes to the suite's own address, the UET port
-    except LocalAddressError as exc:  # uet.ownaddr O2: one line, a configuration error
+    except (LocalAddressError, RawDenied) as exc:  # O2 of uet.ownaddr, R4 of uet.rawip
         print(f"{prog}: {exc}", file=err, flush=True)
         if junit is not None:
             junit.close()

@@ -38,8 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..mtu import EMSGSIZE, DatagramTooBig, set_dont_fragment, too_big_line
+from .. import UET_IP_PROTO
 from ..ownaddr import bind_own, route_source
+from ..rawip import raw_socket, recv_raw, tos_cmsg
 from ..wire.build import uet_bytes
+from ..wire.ipencap import from_ip_payload, to_ip_payload_as_is
 from ..wire.packet import decode_uet
 from ..wire.trailer import TRAILER_LEN, seal_udp, udp_trailer_ok
 from .ledger import Ledger
@@ -184,13 +187,24 @@ class Inbox:
     to the newest peer (a check runs alone); what belongs to a peer already closed (a late answer
     of an earlier check) is dropped and counted (``stale``)."""
 
-    def __init__(self, target: tuple[str, int], *, local: str | None = None):
+    def __init__(self, target: tuple[str, int], *, local: str | None = None,
+                 encap: str = "udp", ip_proto: int = UET_IP_PROTO):
         self.target = (str(ipaddress.ip_address(target[0])), int(target[1]))
         self.port = self.target[1]
         v6 = ipaddress.ip_address(self.target[0]).version == 6
         self.sock, self.local = bind_own(lambda a: _udp_socket(v6, a, self.port), port=self.port,
                                          local=local, peer=self.target[0], option="--bind",
                                          who="the conformance suite")
+        # --encap ip (A.1 "Native IP"): requests leave in IP protocol ``ip_proto`` and answers
+        # come to this raw socket, bound to our address (uet.rawip R1), as well as over UDP
+        self.raw: socket.socket | None = None
+        if encap == "ip":
+            try:
+                self.raw = raw_socket(self.local, ip_proto=ip_proto)
+            except BaseException:
+                self.sock.close()
+                raise
+        self.socks = [self.sock] + ([self.raw] if self.raw is not None else [])
         self.peers: list[Peer] = []
         self.by_pdcid: dict[int, Peer] = {}
         self.by_ev: dict[int, Peer] = {}
@@ -198,7 +212,8 @@ class Inbox:
         self.stale = 0
 
     def close(self) -> None:
-        self.sock.close()
+        for s in self.socks:
+            s.close()
 
     def add(self, peer: "Peer") -> None:
         self.peers.append(peer)
@@ -215,9 +230,19 @@ class Inbox:
                 del table[k]
                 self.retired.add((key, k))
 
+    def _read_raw(self) -> tuple[bytes, int, tuple[str, int]] | None:
+        """One native-IP datagram from the target as the UDP form reads it (uet.wire.ipencap
+        I2: the EV as its source port), or None; others are dropped."""
+        while self.raw is not None and (got := recv_raw(self.raw, local=self.local)) is not None:
+            src, dst, tos, payload = got
+            dg = from_ip_payload(payload, src, dst, self.port) if dst == self.local else None
+            if dg is not None:
+                return dg[0], tos, (src, dg[1])
+        return None
+
     def pump(self) -> None:
         """Read what is there now and hand each datagram to its peer."""
-        while (got := _read(self.sock)) is not None:
+        while (got := _read(self.sock) or self._read_raw()) is not None:
             data, tos, src = got
             peer = None
             if src[0] == self.target[0] and udp_trailer_ok(data, src[0], self.local, src[1],
@@ -283,7 +308,14 @@ class Peer:
         level, opt = ((socket.IPPROTO_IPV6, IPV6_TCLASS) if self.v6
                       else (socket.IPPROTO_IP, socket.IP_TOS))
         self.ledger.on_send(data)
+        raw = self.inbox.raw
         try:
+            if raw is not None:  # native IP: the same datagram behind the entropy header (I1)
+                host, port = self.target
+                payload = to_ip_payload_as_is(data, src=self.local, dst=host, ev=self.sport,
+                                              uet_port=port)
+                raw.sendmsg([payload], [tos_cmsg(raw.family, tos)], 0, (host, 0))
+                return
             try:
                 self.sock.sendmsg([data], [(level, opt, struct.pack("i", tos))], 0, self.target)
             except OSError as exc:
@@ -319,8 +351,8 @@ class Peer:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            ready, _, _ = select.select([self.inbox.sock, self.sock], [], [], left)
-            if self.inbox.sock in ready:
+            ready, _, _ = select.select([*self.inbox.socks, self.sock], [], [], left)
+            if any(s in ready for s in self.inbox.socks):
                 self.inbox.pump()
             elif not ready:
                 return None

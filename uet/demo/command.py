@@ -62,6 +62,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
     from ..tss.options import own_security_pair
     from .run import DemoConfig
 
+    if args.encap == "ip":
+        args.tss_aad = "entropy"  # F: the native-IP AAD (uet.io.native_ip N1)
     client, server = own_security_pair(args, seed=args.seed, capture=args.capture)
     if client is not None and args.fabric:
         client, server = through_relay(client), through_relay(server)
@@ -70,7 +72,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
     return DemoConfig.from_sim(sim, entropy_values=args.entropies, fabric=args.fabric,
                                capture=args.capture, timeout=args.timeout, host=args.host,
                                cc=args.cc, csig=args.csig, rx_security=server,
-                               degrade_paths=list(args.degrade_path))
+                               degrade_paths=list(args.degrade_path), encap=args.encap,
+                               ip_proto=args.ip_proto)
 
 
 RELAY_SSI = 1  # the SSI both ends of a protected demo through the relay send (F: SSI / SDI)
@@ -107,6 +110,8 @@ def replay_command(args: argparse.Namespace) -> str:
             words += ["--csig", args.csig]
     else:
         words.append("--no-fabric")
+    if args.encap != "udp":
+        words += ["--encap", args.encap, "--ip-proto", str(args.ip_proto)]
     words += ["--mode", args.mode, "--spray", args.spray, "--cc", args.cc]
     if args.ses_header != "auto":
         words += ["--ses-header", args.ses_header]
@@ -267,7 +272,7 @@ def run_command(args: argparse.Namespace) -> int:
         check_degrade(args)
         resolve(args)
         args.mtu = cliargs.resolve_mtu(args.mtu, peer=args.host, tss=bool(args.tss or args.sd_key),
-                                       csig=bool(args.csig))
+                                       csig=bool(args.csig), native_ip=args.encap == "ip")
         cfg = config_from_args(args)
         cfg.validate()
         if args.capture is not None:  # the fabric opens it again once the endpoints are up
@@ -287,10 +292,11 @@ def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
     tty = hasattr(err, "isatty") and err.isatty()
     progress = Progress(err, args.progress if args.progress is not None else tty)
     from ..ownaddr import LocalAddressError
+    from ..rawip import RawDenied
 
     try:
         summary = trio.run(lambda: run_demo(cfg, progress=progress if progress.enabled else None))
-    except LocalAddressError as exc:  # uet.ownaddr O2: one line, a configuration error
+    except (LocalAddressError, RawDenied) as exc:  # O2 of uet.ownaddr, R4 of uet.rawip: exit 2
         progress.finish()
         print(f"uet demo: {exc}", file=err, flush=True)
         return 2

@@ -135,6 +135,8 @@ class DemoConfig(NetConfig):
     capture: Any = None                 # pcap path / binary file / callback (the fabric's)
     timeout: float = 60.0
     host: str = "127.0.0.1"
+    encap: str = "udp"                  # "ip": native IP (uet.io.native_ip), no fabric
+    ip_proto: int = 253                 # A.1: RFC 3692 experimental, as the reference
 
     def __post_init__(self) -> None:
         self.fail = [(int(i), float(t)) for i, t in self.fail]  # checked by validate()
@@ -166,6 +168,8 @@ class DemoConfig(NetConfig):
             raise ValueError(f"csig is one of {', '.join(TYPE_BY_NAME)}")
         if not self.fabric and (self.csig or self.degrade_paths):
             raise ValueError("csig and degrade_paths need the fabric")
+        if self.encap not in ("udp", "ip") or (self.encap == "ip" and self.fabric):
+            raise ValueError("encap is udp, or ip without the fabric (it relays UDP only)")
         if self.timeout <= 0:
             raise ValueError("timeout must be positive")
         try:
@@ -341,8 +345,9 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
 
         rx_security = dataclasses.replace(with_role(cfg.security, "server"),
                                           epoch=(cfg.security.epoch + 1) & 0xFFFF)  # no shared IV
+    encap = {"encap": cfg.encap, "ip_proto": cfg.ip_proto}
     async with open_endpoint((host, 0), paths=1, seed=cfg.seed ^ 0x7EC, security=rx_security,
-                             ses_header=cfg.ses_header, **pds) as rx:
+                             ses_header=cfg.ses_header, **encap, **pds) as rx:
         if fcfg is not None:
             from ..fabric import open_fabric
 
@@ -364,7 +369,7 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
                                              paths=cfg.entropies, entropy_ports=ports,
                                              seed=cfg.seed, spray=spray,
                                              security=cfg.security, ses_header=cfg.ses_header,
-                                             **live, **pds) as tx:
+                                             **encap, **live, **pds) as tx:
                         entered = True
                         result = await _transfer(cfg, rx, tx, fab, msgs, want, got,
                                                  delivered_at, failures, progress, interval)

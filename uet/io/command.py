@@ -57,6 +57,14 @@ with one line naming the MTU and ``--mtu``, exit status 2, never a retransmissio
 ``uet send --ses-header standard`` sends standard SES request headers only (next_hdr 3), as the
 reference provider requires; ``uet recv`` answers every peer in the header family it uses (no small
 response with data to a peer that sends standard headers, P3 of uet/ses/target.py).
+
+Native IP (both commands; uet-facts A.1 "Native IP", issue 27): ``--encap ip`` carries UET directly
+in IP protocol ``--ip-proto N`` (default 253) behind the 4-byte entropy header, which carries the
+EV where UDP's source port did, with the trailer's native-IP coverage (A.3) and under TSS F's
+native-IP AAD (``--tss-aad entropy``, set by ``--encap ip``). It needs raw sockets (root or
+CAP_NET_RAW; without them one line says so, exit 2). ``uet recv --encap ip`` also accepts UDP and
+answers each peer the way it came (uet.io.native_ip N1-N6); ``--mtu``'s default counts the entropy
+header instead of UDP's.
 """
 
 from __future__ import annotations
@@ -200,6 +208,7 @@ def add_recv_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --count: wait up to S seconds for the initiators to close (default 1)")
     p.add_argument("--quiet", "-q", action="store_true", help="no per-message lines")
     add_tss_arguments(p)
+    cliargs.add_encap_arguments(p)
     p.add_argument("--seed", type=cliargs.seed, default=None,
                    help="seed of the PDS core, 0 to 2^63-1 (default random)")
     add_cc_arguments(p, spray_default="rr")
@@ -259,7 +268,8 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: A
     status = 1  # when error is set
     async with open_endpoint((host, port), paths=max(1, args.paths), seed=args.seed,
                              max_pdcs=args.max_pdcs, spray=args.spray, security=security,
-                             mtu=args.mtu, **cc_fields(args)) as ep:
+                             mtu=args.mtu, encap=args.encap, ip_proto=args.ip_proto,
+                             **cc_fields(args)) as ep:
         print(f"uet recv: listening on {_fmt_addr(host, ep.port)}", file=err, flush=True)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
@@ -391,6 +401,7 @@ def add_send_arguments(p: argparse.ArgumentParser) -> None:
     cliargs.add_ses_header_argument(p)
     add_cc_arguments(p, spray_default="rr")
     add_tss_arguments(p)
+    cliargs.add_encap_arguments(p)
     p.add_argument("--seed", type=cliargs.seed, default=1,
                    help="seed of the --bytes data, 0 to 2^63-1 (default 1)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -453,6 +464,7 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
 
     from ..ownaddr import LocalAddressError
     from .endpoint import SendFailed, TooBig, open_endpoint
+    from .native_ip import RawDenied
 
     err = sys.stderr
     host, port = args.to
@@ -475,7 +487,8 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
     try:
         async with open_endpoint(None, paths=args.paths, peer=host, local=args.local,
                                  peer_port=port, spray=args.spray, security=security,
-                                 mtu=args.mtu, ses_header=args.ses_header, **extra) as ep:
+                                 mtu=args.mtu, ses_header=args.ses_header, encap=args.encap,
+                                 ip_proto=args.ip_proto, **extra) as ep:
             ep_ref = ep
             result["local"] = _fmt_addr(*ep.address)
             mtu = ep.core.config.mtu
@@ -536,7 +549,7 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
                 result["goodput_MBps"] = round(acked / wall / 1e6, 3)
             if status:
                 ep.skip_close = True  # nothing to close gracefully after a failure
-    except LocalAddressError as exc:  # uet.ownaddr O2: one line, a configuration error
+    except (LocalAddressError, RawDenied) as exc:  # O2 of uet.ownaddr, N6 of .native_ip
         error = str(exc)
         status = 2
     except OSError as exc:
@@ -571,20 +584,33 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
     return status
 
 
+def _security(args: argparse.Namespace, role: str) -> Any:
+    """The TSS configuration; with ``--encap ip`` its AAD is F's native-IP form (addresses, the
+    entropy header, the security header: ``--tss-aad entropy``)."""
+    if args.encap == "ip":
+        args.tss_aad = "entropy"
+    return security_from_args(args, role=role)
+
+
 def run_recv(args: argparse.Namespace) -> int:
     import trio
 
     try:
-        security = security_from_args(args, role="server")
+        security = _security(args, "server")
         args.mtu = cliargs.resolve_mtu(args.mtu, bind=args.bind[0], tss=security is not None,
-                                       csig=bool(args.csig))
+                                       csig=bool(args.csig), native_ip=args.encap == "ip")
         out = _open_out(args)
     except cliargs.UsageError as exc:
         return exc.report("uet recv")
+    from .native_ip import RawDenied
+
     try:
         return trio.run(_recv_main, args, out, security)
     except KeyboardInterrupt:
         return 0
+    except RawDenied as exc:  # N6 of uet.io.native_ip: one line, exit 2
+        print(f"uet recv: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"uet recv: {exc}", file=sys.stderr)
         return 1
@@ -598,9 +624,9 @@ def run_send(args: argparse.Namespace) -> int:
         if (args.file is None) == (args.bytes is None):
             raise cliargs.UsageError("give a FILE or --bytes N (not both)")
         cliargs.check_same_family("--local", args.local, args.to[0], "--to")
-        security = security_from_args(args, role="client")
+        security = _security(args, "client")
         args.mtu = cliargs.resolve_mtu(args.mtu, peer=args.to[0], tss=security is not None,
-                                       csig=bool(args.csig))
+                                       csig=bool(args.csig), native_ip=args.encap == "ip")
         try:
             source = _Source(args)
         except OSError as exc:

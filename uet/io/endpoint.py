@@ -102,7 +102,7 @@ from typing import Any, AsyncIterator, Callable, Sequence
 
 import trio
 
-from .. import UET_UDP_PORT
+from .. import UET_IP_PROTO, UET_UDP_PORT
 from ..host import Host, with_port
 from ..cms.csig import CSIG_ETHERTYPE, Scale
 from ..multipath import (SELECTOR_KINDS, EntropySelector, ObliviousSpray, RandomSpray, Reps,
@@ -116,6 +116,7 @@ from ..wire.enums import AMO_DATATYPE, AMO_OPCODE
 from . import sockets as S
 from ..ownaddr import bind_own
 from .engine import EV_SOCKETS, SocketEngine, _Sock
+from .native_ip import ENCAPS, NativeIp, raw_socket
 
 OP_MODES = ("rud", "rod", "rudi")  # delivery modes of SES operations (UUD: datagram only, C.8)
 RUDI_WINDOW = 256  # single-packet RUDI operations of one read/write outstanding at once
@@ -644,7 +645,8 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                         csig_recent: float = LIVE_CSIG_RECENT,
                         ev_alias: Callable[[int], int] | None = None,
                         security: Any = None, ses_header: str = "auto",
-                        ev_sockets: int = EV_SOCKETS,
+                        ev_sockets: int = EV_SOCKETS, encap: str = "udp",
+                        ip_proto: int = UET_IP_PROTO,
                         **config_fields: Any) -> AsyncIterator[LiveEndpoint]:
     """Open a live endpoint; ``async with open_endpoint(("127.0.0.1", 4793)) as ep:``.
 
@@ -676,7 +678,11 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
     :attr:`uet.ses.SesConfig.ses_header` ("standard" for the reference provider, A.1). The SES
     cuts messages into packets of the PDS's ``mtu`` payload bytes (``config_fields``; every
     socket sets DF, and a datagram too big for the route raises :class:`TooBig`).
+    ``encap="ip"``: UET in IP protocol ``ip_proto`` on a raw socket as well (uet.io.native_ip
+    N1-N6: over IP to ``peer`` and to peers heard over IP; the UDP sockets stay open).
     """
+    if encap not in ENCAPS:
+        raise ValueError(f"unknown encapsulation {encap!r} ({', '.join(ENCAPS)})")
     if isinstance(bind, str):
         bind = S.parse_hostport(bind)
     if bind is not None:
@@ -747,9 +753,13 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                           max_inbox=max_inbox, csig_ethertype=csig_ethertype,
                           make_ev=lambda a, p: make(a, p, rcv=EV_RCVBUF), ev_sockets=ev_sockets)
         ep.selectors = made
+        if encap == "ip":  # N3 of uet.io.native_ip: bound to our own address
+            socks.append(raw_socket(own, ip_proto=ip_proto, rcvbuf=rcvbuf, sndbuf=sndbuf))
+            ep.native = NativeIp(socks[-1], own, uet_port=peer_port, peers=[peer] if peer else [])
+            ep._lanes_ok = False  # N4 needs every UDP source seen (the lane reads in place)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ep._timers)
-            for s in ep.socks:
+            for s in ep.socks + ([ep.native] if ep.native else []):
                 nursery.start_soon(ep._reader, s)
             try:
                 yield ep

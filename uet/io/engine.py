@@ -121,6 +121,7 @@ class SocketEngine:
         self._backlog: deque = deque()
         self._first_tx: float | None = None
         self.fault: str | None = None  # M1: why nothing is sent any more
+        self.native: Any = None  # uet.io.native_ip.NativeIp with --encap ip (rules N1-N6 there)
         self._clock = trio.current_time
         self._metas: dict[tuple, DatagramMeta] = {}
         # the receive lane reads datagrams in place (Host.receive_area): a host with lanes and
@@ -168,6 +169,8 @@ class SocketEngine:
         """Read up to ``limit`` datagrams of ``s`` and hand them to the core: read in place by
         the C receive lane where it serves (:meth:`_drain_area`), else as bytes
         (:meth:`_drain_items`). Only the UET-port socket is read into the core (P4)."""
+        if s is self.native:  # N2 of uet.io.native_ip
+            return s.drain(self, limit)
         if not s.is_uet:
             return self._drain_stray(s, limit)
         if s.local4 is not None and self._lanes_ok:
@@ -226,6 +229,8 @@ class SocketEngine:
             metas = self._metas
             if len(metas) >= META_CACHE:
                 metas.clear()
+            if self.native is not None:  # N4 of uet.io.native_ip: answer a UDP peer over UDP
+                self.native.heard_udp(src)
             meta = metas[key] = DatagramMeta(src, s.local if dst is None else dst, sport, s.port,
                                              tos & 3, tos >> 2)
         return meta
@@ -287,6 +292,8 @@ class SocketEngine:
         (uet.native.sockbatch.send_batch); a shorter one (a spray that changes socket every
         datagram) with ``sendto`` / ``sendmsg`` each. A socket that would block puts the rest in
         the backlog; another failure loses that datagram (the core retransmits)."""
+        if self.native is not None:  # N1, N4 of uet.io.native_ip: the rest goes over UDP
+            out, start = self.native.send(self, out, start), 0
         sock_for = self._sock_for
         io = self.io
         tx_data = self.tx_data_by_port
@@ -477,9 +484,13 @@ class SocketEngine:
     async def _flush_backlog(self) -> None:
         bl = self._backlog
         while bl:
-            s = self._route(*bl[0])[2]
+            native = self.native
+            if native is not None and native.over_ip(bl[0][1]):  # N5 of uet.io.native_ip
+                sock = native.sock
+            else:
+                sock = self._route(*bl[0])[2].sock
             with trio.move_on_after(0.05) as cs:
-                await trio.lowlevel.wait_writable(s.sock)
+                await trio.lowlevel.wait_writable(sock)
             if cs.cancelled_caught:  # the datagram is lost; the core retransmits
                 self.io["tx_dropped"] += 1
                 bl.popleft()

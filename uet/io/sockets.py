@@ -41,6 +41,7 @@ from ..addresses import canonical, family_of, is_wildcard, loopback_of, parse_ho
 # the local address the kernel would use to reach a destination (a connected socket sends nothing)
 from ..ownaddr import route_source as source_for  # noqa: F401
 from ..mtu import set_dont_fragment
+from ..sockopt import set_buffer
 # (TOS byte, destination address or None) from recvmsg ancillary data: one reader, with the
 # batched receive that uses it (uet.native.sockbatch)
 from ..native.sockbatch import ANC_SIZE, parse_anc  # noqa: F401
@@ -60,19 +61,6 @@ IPV6_RECVTCLASS = 66
 IPV6_TCLASS = 67
 IPPROTO_IP = socket.IPPROTO_IP
 IPPROTO_IPV6 = socket.IPPROTO_IPV6
-
-
-def _set_buf(sock: socket.socket, size: int, force: int, plain: int) -> int:
-    if size <= 0:
-        return sock.getsockopt(socket.SOL_SOCKET, plain)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, force, size)
-    except OSError:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, plain, size)
-        except OSError:
-            pass
-    return sock.getsockopt(socket.SOL_SOCKET, plain)
 
 
 def udp_socket(host: str, port: int, *, tos: int = 0, rcvbuf: int = 0, sndbuf: int = 0,
@@ -104,8 +92,8 @@ def udp_socket(host: str, port: int, *, tos: int = 0, rcvbuf: int = 0, sndbuf: i
             if is_wildcard(host):
                 s.setsockopt(IPPROTO_IP, IP_PKTINFO, 1)
         set_dont_fragment(s)
-        _set_buf(s, rcvbuf, SO_RCVBUFFORCE, socket.SO_RCVBUF)
-        _set_buf(s, sndbuf, SO_SNDBUFFORCE, socket.SO_SNDBUF)
+        set_buffer(s, rcvbuf, SO_RCVBUFFORCE, socket.SO_RCVBUF)
+        set_buffer(s, sndbuf, SO_SNDBUFFORCE, socket.SO_SNDBUF)
         s.bind((host, port))
         s.setblocking(False)
     except BaseException:
