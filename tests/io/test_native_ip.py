@@ -163,9 +163,10 @@ def test_rp5_a1_native_ip_answers_are_judged_by_the_entropy_header(answer_ev, vi
 
 # --- no privilege (N6) -------------------------------------------------------------------------
 
-def _unprivileged(*args: str) -> subprocess.CompletedProcess:
-    """``uet`` without CAP_NET_RAW: setpriv drops every capability when root; else as we are."""
-    cmd = uet_cmd(*args)
+def _unprivileged(*args: str, cli: bool = False) -> subprocess.CompletedProcess:
+    """``uet`` without CAP_NET_RAW: setpriv drops every capability when root; else as we are.
+    ``cli``: the whole CLI (``python -m uet``), for the commands uet.io.command has not."""
+    cmd = [sys.executable, "-m", "uet", *args] if cli else uet_cmd(*args)
     if os.geteuid() == 0:
         if shutil.which("setpriv") is None:
             pytest.skip("needs setpriv to drop root")
@@ -303,13 +304,70 @@ def test_demo_no_fabric_encap_ip_runs_every_datagram_over_ip():
         assert end["io_rx_ip"] == end["io_rx_datagrams"] > 0
 
 
-def test_demo_encap_ip_through_the_fabric_is_refused_in_one_line():
-    """The live fabric relays UDP only (not done for native IP): a usage error, exit 2."""
-    p = subprocess.run([sys.executable, "-m", "uet", "demo", "--encap", "ip", "--bytes", "1k"],
+def _demo_json(*args: str) -> dict:
+    p = subprocess.run([sys.executable, "-m", "uet", "demo", "--encap", "ip", "--json", "-q",
+                        *args], capture_output=True, text=True, env=env(), timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def _every_datagram_over_ip(d: dict) -> None:
+    for end in (d["sender"], d["receiver"]):
+        assert end["io_tx_ip"] == end["io_tx_datagrams"] > 0
+        assert end["io_rx_ip"] == end["io_rx_datagrams"] > 0
+
+
+@needs_root
+def test_demo_encap_ip_through_the_fabric_runs_every_datagram_over_ip():
+    """`uet demo --encap ip`: sender, relay (uet.fabric.iprelay) and receiver in native IP."""
+    d = _demo_json("--bytes", "1M", "--loss", "0", "--trim", "0")
+    assert d["ok"] and d["fabric"] and d["bad_crc"] == 0 and d["failures"] == []
+    _every_datagram_over_ip(d)
+    relay = d["fabric_relay"]
+    assert relay["crc_bad"] == 0 and relay["send_errors"] == 0
+    # V3: every datagram's trailer rewritten for the hop it leaves on (none trimmed)
+    assert relay["crc_rewritten"] == d["sender"]["io_tx_datagrams"] + d["receiver"]["io_tx_datagrams"]
+
+
+@needs_root
+def test_demo_encap_ip_through_a_lossy_trimming_fabric_captures_native_ip_frames(tmp_path):
+    """V3, V4: with loss and trimming the transfer still completes; the capture holds protocol-253
+    frames whose native trailer (A.3) verifies, but the trimmed ones (DSCP 11, no trailer)."""
+    from uet.capture.pcap import read_frames
+
+    pcap = str(tmp_path / "ip.pcap")
+    d = _demo_json("--bytes", "1M", "--loss", "0.01", "--trim", "0.05", "--capture", pcap)
+    assert d["ok"] and d["trimmed"] > 0 and d["bad_crc"] == 0
+    _every_datagram_over_ip(d)
+    frames = [f for _, f, _ in read_frames(pcap)]
+    assert frames and all(f[12:14] == b"\x08\x00" and f[14 + 9] == 253 for f in frames)
+    p = subprocess.run([sys.executable, "-m", "uet", "decode", "--json", "--trailer", "crc", pcap],
                        capture_output=True, text=True, env=env(), timeout=120)
-    assert p.returncode == 2
-    assert p.stderr.splitlines()[0] == ("uet demo: error: --encap ip: the live fabric relays "
-                                        "UDP only; give --no-fabric")
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(ln) for ln in p.stdout.splitlines()]
+    assert len(rows) == len(frames)
+    trimmed = [r for r in rows if r["ip"]["dscp"] == 11]
+    assert len(trimmed) == d["trimmed"]
+    for r in rows:
+        assert "entropy" in r["uet"]                       # A.1: behind the entropy header
+        if r["ip"]["dscp"] != 11:
+            assert r["uet"]["crc"]["ok"] and r["problems"] == [], r
+
+
+@needs_root
+def test_f_demo_encap_ip_with_tss_through_the_fabric_passes_the_icv_unchanged():
+    """B.15, F: a TSS packet has no trailer, so the relay rewrites none (crc_skipped)."""
+    d = _demo_json("--tss", "--bytes", "256k", "--loss", "0", "--trim", "0")
+    assert d["ok"] and d["failures"] == []
+    _every_datagram_over_ip(d)
+    assert d["fabric_relay"]["crc_rewritten"] == 0 and d["fabric_relay"]["crc_bad"] == 0
+
+
+def test_n6_demo_encap_ip_through_the_fabric_without_raw_sockets_one_line_and_exit_2():
+    r = _unprivileged("demo", "--encap", "ip", "--bytes", "1k", cli=True)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert [ln for ln in r.stderr.splitlines() if ln.strip()] == [
+        "uet demo: --encap ip needs root or CAP_NET_RAW (raw sockets)"]
 
 
 # --- the namespace bed (root, ip netns, tcpdump) -----------------------------------------------

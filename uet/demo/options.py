@@ -131,7 +131,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-fabric", dest="fabric", action="store_false",
                    help="no relay: the sender sends straight to the receiver over its entropy "
                         "ports (no impairments; the figure to compare with other transports)")
-    cliargs.add_encap_arguments(p)  # ip: with --no-fabric (the relay is UDP's)
+    cliargs.add_encap_arguments(p)  # ip: the relay too (uet.fabric.iprelay)
     p.add_argument("--capture", "--pcap", dest="capture", metavar="FILE.pcap",
                    help="write every datagram the fabric forwards, both directions, as a tap "
                         "between the fabric and the receiver sees them, with wall-clock "
@@ -152,8 +152,8 @@ def resolve(args: argparse.Namespace) -> None:
     """Fill the defaults that depend on ``--no-fabric`` in place; raises ValueError for an
     impairment asked of a run without a fabric."""
     if args.fabric:
-        if args.encap == "ip":  # the live fabric relays UDP datagrams only (issue 27 item 1)
-            raise ValueError("--encap ip: the live fabric relays UDP only; give --no-fabric")
+        if args.encap == "ip" and args.csig:  # uet.fabric.iprelay V5
+            raise ValueError("--csig: the native-IP relay carries no CSIG tags; give --encap udp")
         if args.loss is None:
             args.loss = DEFAULT_LOSS
         if args.trim is None:

@@ -135,7 +135,7 @@ class DemoConfig(NetConfig):
     capture: Any = None                 # pcap path / binary file / callback (the fabric's)
     timeout: float = 60.0
     host: str = "127.0.0.1"
-    encap: str = "udp"                  # "ip": native IP (uet.io.native_ip), no fabric
+    encap: str = "udp"                  # "ip": native IP (uet.io.native_ip, uet.fabric.iprelay)
     ip_proto: int = 253                 # A.1: RFC 3692 experimental, as the reference
 
     def __post_init__(self) -> None:
@@ -168,8 +168,10 @@ class DemoConfig(NetConfig):
             raise ValueError(f"csig is one of {', '.join(TYPE_BY_NAME)}")
         if not self.fabric and (self.csig or self.degrade_paths):
             raise ValueError("csig and degrade_paths need the fabric")
-        if self.encap not in ("udp", "ip") or (self.encap == "ip" and self.fabric):
-            raise ValueError("encap is udp, or ip without the fabric (it relays UDP only)")
+        if self.encap not in ("udp", "ip"):
+            raise ValueError("encap is udp or ip")
+        if self.encap == "ip" and self.csig:
+            raise ValueError("csig needs encap udp (the native-IP relay carries no CSIG tags)")
         if self.timeout <= 0:
             raise ValueError("timeout must be positive")
         try:
@@ -350,8 +352,10 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
                              ses_header=cfg.ses_header, **encap, **pds) as rx:
         if fcfg is not None:
             from ..fabric import open_fabric
+            from ..fabric.iprelay import fabric_kind
 
-            fab_cm = open_fabric(to=(host, rx.port), config=fcfg, capture=cfg.capture)
+            fab_cm = open_fabric(to=(host, rx.port), config=fcfg, capture=cfg.capture,
+                                 kind=fabric_kind(cfg.encap, cfg.ip_proto))
         async with fab_cm as fab:
             for attempt in range(5):
                 # the ports picked for the fabric's hash are free, then bound again by the

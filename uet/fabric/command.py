@@ -23,6 +23,11 @@ counted ``too_big``, as a switch drops a frame above its MTU. Default: the large
 4096 and 8192 that fits the MTU of the interface the route to ``--to`` uses (8192 on loopback);
 give the endpoints the same ``--mtu``.
 
+``--encap ip`` (root or CAP_NET_RAW): UET directly in IP protocol ``--ip-proto`` behind the
+entropy header (uet-facts A.1), on raw sockets: the EV of the entropy header picks the path, the
+addresses and the native trailer (A.3) are rewritten, the TOS kept, ``--pcap`` holds protocol-253
+frames (uet.fabric.iprelay); not with ``--csig``.
+
 ``--csig TYPE`` (abw, abw/c, delay or nqd; off by default): CSIG-style signalling (uet-facts E.4).
 Each path and direction measures what a switch port would - utilisation over ``--csig-interval``
 (default 1000 us) for ABW and ABW/C, the queueing delay, the queue depth over ``--queue`` - and
@@ -143,6 +148,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and counted too_big (default: what fits the MTU of the route to --to, "
                         "8192 on loopback)")
     add_degrade_argument(p)
+    cliargs.add_encap_arguments(p)  # ip: uet.fabric.iprelay
     add_csig_arguments(p, what="each path measures and every datagram sent to an endpoint "
                                "starts with the 4-byte tag (the endpoints need --csig too)")
     p.add_argument("--csig-interval", type=cliargs.real(0.0, cliargs.MAX_US, "a positive time "
@@ -277,12 +283,16 @@ class _Table:
 async def _serve(args: argparse.Namespace, cfg: FabricConfig, err: TextIO,
                  pcap: IO[bytes] | None) -> dict[str, Any]:
     wall0 = time.time()
-    async with open_fabric(listen=args.listen, to=args.to, config=cfg, capture=pcap) as fab:
+    from .iprelay import fabric_kind
+
+    async with open_fabric(listen=args.listen, to=args.to, config=cfg, capture=pcap,
+                           kind=fabric_kind(args.encap, args.ip_proto)) as fab:
         back = f" (answers at {fab.back_host})" if fab.back_host != fab.host else ""
+        ip = f", UET in IP protocol {args.ip_proto}" if args.encap == "ip" else ""
         host = f"[{fab.host}]" if ":" in fab.host else fab.host
         to = f"[{args.to[0]}]" if ":" in args.to[0] else args.to[0]
         print(f"uet fabric: listening on {host}:{fab.port}{back}, forwarding to {to}:{args.to[1]} "
-              f"over {cfg.paths} paths (seed {cfg.seed}, --mtu {cfg.mtu})", file=err, flush=True)
+              f"over {cfg.paths} paths{ip} (seed {cfg.seed}, --mtu {cfg.mtu})", file=err, flush=True)
         table = _Table(err) if args.interval > 0 else None
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
             with trio.move_on_after(args.duration if args.duration > 0 else float("inf")):
@@ -323,7 +333,11 @@ def run_command(args: argparse.Namespace) -> int:
                                          "datagram (uet-facts A.1); give the address alone")
         cliargs.check_marking(FabricConfig.kmin_bytes if args.kmin is None else args.kmin,
                               FabricConfig.kmax_bytes if args.kmax is None else args.kmax)
-        args.mtu = cliargs.resolve_mtu(args.mtu, peer=args.to[0], csig=bool(args.csig))
+        if args.encap == "ip" and args.csig:  # uet.fabric.iprelay V5
+            raise cliargs.UsageError("--csig: the native-IP relay carries no CSIG tags; "
+                                     "give --encap udp")
+        args.mtu = cliargs.resolve_mtu(args.mtu, peer=args.to[0], csig=bool(args.csig),
+                                       native_ip=args.encap == "ip")
         try:
             cfg = config_from_args(args)
         except ValueError as e:  # FabricConfig's own checks, should they go further
@@ -332,10 +346,11 @@ def run_command(args: argparse.Namespace) -> int:
     except cliargs.UsageError as exc:
         return exc.report("uet fabric", err)
     from ..ownaddr import LocalAddressError
+    from ..rawip import RawDenied
 
     try:
         summary = trio.run(_serve, args, cfg, err, pcap)
-    except LocalAddressError as e:  # uet.ownaddr O2: one line, a configuration error
+    except (LocalAddressError, RawDenied, ValueError) as e:  # O2, R4, iprelay V5: exit 2
         print(f"uet fabric: {e}", file=err)
         return 2
     except OSError as e:

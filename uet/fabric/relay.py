@@ -162,13 +162,18 @@ class Hop:
         """(CRC seed of the hop the datagram came on, trailer XOR mask to the hop it leaves
         on), per sender address and UDP payload length (uet.wire.trailer)."""
         (host, port, *_), n = key
-        seed_in = udp_seed(_canon(host), self.in_dst, port, self.in_dport, UDP_LEN + n)
-        seed_out = udp_seed(self.src, self.dst, self.sport, self.dport, UDP_LEN + n)
+        seed_in, seed_out = self._seeds(_canon(host), port, n)
         e = (seed_in, rewrite_mask(seed_in, seed_out, n))
         if len(self.crc) >= 256:
             self.crc.clear()
         self.crc[key] = e
         return e
+
+    def _seeds(self, host: str, port: int, n: int) -> tuple[int, int]:
+        """The CRC-32C registers after the context (A.3) of the hop the datagram came on (from
+        ``host``:``port``) and of the one it leaves on, for ``n`` bytes of UDP payload."""
+        return (udp_seed(host, self.in_dst, port, self.in_dport, UDP_LEN + n),
+                udp_seed(self.src, self.dst, self.sport, self.dport, UDP_LEN + n))
 
     def as_arrived(self, data: bytes, tos: int) -> bytes:
         """``data`` (as sent on) with the trailer it arrived with, for the capture: the rewrite
@@ -363,12 +368,16 @@ class Fabric:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._scheduler)
-                nursery.start_soon(self._recv_loop, self.front, self._on_uet)
-                if self.back is not None:
-                    nursery.start_soon(self._recv_loop, self.back, self._on_uet)
+                self._start_receivers(nursery)
                 task_status.started(self)
         finally:
             self._nursery = None
+
+    def _start_receivers(self, nursery: trio.Nursery) -> None:
+        """One receive task per UET socket (the native-IP relay: per raw socket)."""
+        nursery.start_soon(self._recv_loop, self.front, self._on_uet)
+        if self.back is not None:
+            nursery.start_soon(self._recv_loop, self.back, self._on_uet)
 
     def close(self) -> None:
         if self._closed:
@@ -476,11 +485,14 @@ class Fabric:
             if link.direction == REV:  # shown on the receiver's side of the relay, as it left R
                 (src, sport), dst, dport = hop.src_addr[:2], hop.in_dst, hop.in_dport
                 data = hop.as_arrived(data, tos)
-            if link.csig is not None:  # the tag ahead of the UET bytes is an L2 tag
-                frame = self._frames.tagged_frame(src, dst, sport, dport, tos, data)
-            else:
-                frame = self._frames.frame(src, dst, sport, dport, tos, data)
-            cap(time.time(), frame)
+            cap(time.time(), self._frame(src, dst, sport, dport, tos, data, link))
+
+    def _frame(self, src: str, dst: str, sport: int, dport: int, tos: int, data: bytes,
+               link: Link) -> bytes:
+        """The captured frame of ``data`` sent on ``link`` (the hop's addresses and ports)."""
+        if link.csig is not None:  # the tag ahead of the UET bytes is an L2 tag
+            return self._frames.tagged_frame(src, dst, sport, dport, tos, data)
+        return self._frames.frame(src, dst, sport, dport, tos, data)
 
     async def _recv_loop(self, sock: socket.socket, handle: Callable[..., None]) -> None:
         wait = trio.lowlevel.wait_readable
@@ -618,7 +630,8 @@ def _add(acc: dict[str, Any], s: dict[str, Any]) -> None:
 @asynccontextmanager
 async def open_fabric(listen: tuple[str | None, int] | None = None,
                       to: tuple[str, int] = ("127.0.0.1", 4793),
-                      config: FabricConfig | None = None, *, capture: Capture = None) -> AsyncIterator[Fabric]:
+                      config: FabricConfig | None = None, *, capture: Capture = None,
+                      kind: Callable[..., Fabric] | None = None) -> AsyncIterator[Fabric]:
     """Run a live fabric for the body of the ``async with``::
 
         async with open_fabric(to=("127.0.0.1", 4793),
@@ -629,6 +642,8 @@ async def open_fabric(listen: tuple[str | None, int] | None = None,
     loopback address (uet.ownaddr).
     ``capture`` is a callback ``(wall_time, ethernet_frame)`` called for every datagram the fabric
     sends on (both directions), or a path / binary file to write a pcap to (linktype 1).
+    ``kind``: what makes the fabric from ``(listen, to, config, capture)``, :class:`Fabric` when
+    None (native IP: :func:`uet.fabric.iprelay.fabric_kind`).
     """
     cap: CaptureFn | None
     own = None
@@ -637,7 +652,7 @@ async def open_fabric(listen: tuple[str | None, int] | None = None,
     else:
         own = cap = PcapCapture(capture)  # type: ignore[arg-type]
     try:
-        fab = Fabric(listen, to, config, cap)
+        fab = (kind or Fabric)(listen, to, config, cap)
     except BaseException:
         if own is not None:
             own.close()
