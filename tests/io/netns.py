@@ -50,18 +50,27 @@ def _settle(links: list[tuple[str, str]]) -> None:
 
 
 @contextlib.contextmanager
-def veth_pair(tag: str, *, mtu: int, version: int = 4) -> Iterator[tuple[str, str, str]]:
-    """Namespaces ``uet<tag>A``/``uet<tag>B`` (with the pid) joined by the veth ``v<tag>a`` -
-    ``v<tag>b`` at ``mtu``, addressed from :data:`ADDRS` (IPv6 without DAD); yields (A, B, the
-    device in A)."""
+def namespaces(tag: str) -> Iterator[tuple[str, str]]:
+    """Namespaces ``uet<tag>A`` and ``uet<tag>B`` (with the pid), loopback up; deleted after."""
     a, b = f"uet{tag}A{os.getpid()}", f"uet{tag}B{os.getpid()}"
-    dev_a, dev_b = f"v{tag}a", f"v{tag}b"
     made = []
     try:
         for ns in (a, b):
             ip("netns", "add", ns)
             made.append(ns)
             ip("-n", ns, "link", "set", "lo", "up")
+        yield a, b
+    finally:
+        for ns in made:
+            ip("netns", "del", ns, check=False)
+
+
+@contextlib.contextmanager
+def veth_pair(tag: str, *, mtu: int, version: int = 4) -> Iterator[tuple[str, str, str]]:
+    """:func:`namespaces` joined by the veth ``v<tag>a`` - ``v<tag>b`` at ``mtu``, addressed from
+    :data:`ADDRS` (IPv6 without DAD); yields (A, B, the device in A)."""
+    dev_a, dev_b = f"v{tag}a", f"v{tag}b"
+    with namespaces(tag) as (a, b):
         ip("link", "add", dev_a, "netns", a, "type", "veth", "peer", "name", dev_b, "netns", b)
         src, dst, plen = ADDRS[version]
         extra = ["nodad"] if version == 6 else []
@@ -70,9 +79,6 @@ def veth_pair(tag: str, *, mtu: int, version: int = 4) -> Iterator[tuple[str, st
             ip("-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
         _settle([(a, dev_a), (b, dev_b)])
         yield a, b, dev_a
-    finally:
-        for ns in made:
-            ip("netns", "del", ns, check=False)
 
 
 class Capture:

@@ -24,6 +24,7 @@ import subprocess
 import pytest
 
 from .conftest import env, uet_cmd
+from .netns import namespaces
 
 PATHS = 4
 SRC, DST = "10.200.0.1", "10.200.1.1"
@@ -56,13 +57,7 @@ def two_namespaces():
     why = _can_netns()
     if why:
         pytest.skip(why)
-    a, b = f"uetA{os.getpid()}", f"uetB{os.getpid()}"
-    made = []
-    try:
-        for ns in (a, b):
-            _ip("netns", "add", ns)
-            made.append(ns)
-            _ip("-n", ns, "link", "set", "lo", "up")
+    with namespaces("") as (a, b):
         _ip("-n", a, "addr", "add", f"{SRC}/32", "dev", "lo")
         _ip("-n", b, "addr", "add", f"{DST}/32", "dev", "lo")
         nh_a, nh_b = [], []
@@ -81,9 +76,6 @@ def two_namespaces():
                             "net.ipv4.fib_multipath_hash_policy=1", "net.ipv4.conf.all.rp_filter=0",
                             "net.ipv4.conf.default.rp_filter=0"], check=True, timeout=20)
         yield a, b
-    finally:
-        for ns in made:
-            _ip("netns", "del", ns, check=False)
 
 
 def test_ecmp_over_veth_spreads_entropy(two_namespaces, tmp_path):
