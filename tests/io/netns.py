@@ -21,11 +21,11 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=check, timeout=20)
 
 
-def why_not() -> str | None:
-    """Why the bed cannot run here (a skip reason), or None."""
+def why_not(*, tools: tuple[str, ...] = ("ip", "tcpdump")) -> str | None:
+    """Why the bed cannot run here (a skip reason), or None; ``tools``: the commands it needs."""
     if os.geteuid() != 0:
         return "needs root (network namespaces)"
-    for tool in ("ip", "tcpdump"):
+    for tool in tools:
         if shutil.which(tool) is None:
             return f"needs {tool} (.ci/run installs it from Debian's packages)"
     name = f"uetprobe{os.getpid()}"

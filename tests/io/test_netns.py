@@ -16,35 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
-import shutil
 import subprocess
 
 import pytest
 
 from .conftest import env, uet_cmd
-from .netns import namespaces
+from .netns import ip as _ip
+from .netns import namespaces, why_not
 
 PATHS = 4
 SRC, DST = "10.200.0.1", "10.200.1.1"
-
-
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check, timeout=20)
-
-
-def _can_netns() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root"
-    if shutil.which("ip") is None:
-        return "needs the ip command (iproute2)"
-    name = f"uetprobe{os.getpid()}"
-    r = _ip("netns", "add", name, check=False)
-    if r.returncode != 0:
-        return f"ip netns add failed: {r.stderr.strip()}"
-    _ip("netns", "del", name, check=False)
-    return None
 
 
 def _tx_packets(ns: str, dev: str) -> int:
@@ -54,7 +36,7 @@ def _tx_packets(ns: str, dev: str) -> int:
 
 @pytest.fixture
 def two_namespaces():
-    why = _can_netns()
+    why = why_not(tools=("ip",))
     if why:
         pytest.skip(why)
     with namespaces("") as (a, b):
