@@ -201,8 +201,7 @@ class IpFabric(Fabric):
 
     def _new_flow(self, addr: tuple, dst: str | None) -> Flow | None:
         cfg = self.cfg
-        if len(self.flows) >= cfg.max_flows:
-            self.stats["flow_limit_drops"] += 1
+        if not self._room_for_flow():
             return None
         host, ev = _canon(addr[0]), addr[1]
         back_ev = ev
@@ -220,12 +219,7 @@ class IpFabric(Fabric):
                      src=self.back_host, **common)
         rev = ip_hop(self.raw_front, host, self.links[REV][path], flow_rng(cfg.seed, REV, index),
                      ev_out=ev, in_dst=self.back_host, src=self.listen_host, **common)
-        flow = Flow(addr, ev, path, back_ev, fwd, rev)
-        self.flows[addr] = flow
-        self._by_back_port[back_ev] = flow
-        self._last_sender = host
-        self.stats["flows_opened"] += 1
-        return flow
+        return self._register(Flow(addr, ev, path, back_ev, fwd, rev), host)
 
 
 def fabric_kind(encap: str, ip_proto: int = UET_IP_PROTO) -> Callable[..., Fabric]:

@@ -569,10 +569,24 @@ class Fabric:
             got = self._ev[(addr, sock.getsockname()[1])] = (sock, tos)
         return got
 
+    def _room_for_flow(self) -> bool:
+        """False (counted) when the flow table is full (``max_flows``)."""
+        if len(self.flows) >= self.cfg.max_flows:
+            self.stats["flow_limit_drops"] += 1
+            return False
+        return True
+
+    def _register(self, flow: Flow, host: str) -> Flow:
+        """Enter a new flow under its sender's address and EV and its back-side EV."""
+        self.flows[flow.sender] = flow
+        self._by_back_port[flow.back_port] = flow
+        self._last_sender = host
+        self.stats["flows_opened"] += 1
+        return flow
+
     def _new_flow(self, addr: tuple, dst: str | None) -> Flow | None:
         cfg = self.cfg
-        if len(self.flows) >= cfg.max_flows:
-            self.stats["flow_limit_drops"] += 1
+        if not self._room_for_flow():
             return None
         host, port = _canon(addr[0]), addr[1]
         front_ip = _canon(dst) if (self._front_wild and dst) else self.listen_host
@@ -607,12 +621,7 @@ class Fabric:
                   flow_rng(cfg.seed, REV, index), rev_s[1], in_dst=self.back_host,
                   in_dport=self.port, src=front_ip, sport=rev_s[0].getsockname()[1],
                   verify=cfg.verify_crc, extra_cmsg=extra)
-        flow = Flow(addr, port, path, back_port, fwd, rev)
-        self.flows[addr] = flow
-        self._by_back_port[back_port] = flow
-        self._last_sender = host
-        self.stats["flows_opened"] += 1
-        return flow
+        return self._register(Flow(addr, port, path, back_port, fwd, rev), host)
 
 
 def _zero() -> dict[str, int]:
