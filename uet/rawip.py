@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from typing import Iterator
 
 from . import UET_IP_PROTO
 from .addresses import canonical, family_of
@@ -79,6 +80,35 @@ def recv_raw(sock: socket.socket, *, local: str,
         return None
     got = parse_ipv4(pkt)
     return got if got is not None else ("", "", 0, b"")
+
+
+class RawBatch:
+    """Up to ``limit`` non-blocking reads of one raw socket, each as :func:`recv_raw` gives it,
+    for a ``for`` loop (the one read loop of the endpoint's and the relay's raw sockets). It stops
+    when nothing waits, after ``limit`` reads, or when the socket was closed under it (then
+    ``closed``); a failed read is counted in ``errors`` and uses up a read. ``reads``: the reads
+    made so far, failed ones included."""
+
+    def __init__(self, sock: socket.socket, *, local: str, bufsize: int, limit: int) -> None:
+        self.sock, self.local, self.bufsize, self.limit = sock, local, bufsize, limit
+        self.reads = self.errors = 0
+        self.closed = False
+
+    def __iter__(self) -> Iterator[tuple[str, str, int, bytes | memoryview]]:
+        while self.reads < self.limit:
+            try:
+                got = recv_raw(self.sock, local=self.local, bufsize=self.bufsize)
+            except OSError:
+                if self.sock.fileno() == -1:
+                    self.closed = True
+                    return
+                self.errors += 1
+                self.reads += 1
+                continue
+            if got is None:
+                return
+            self.reads += 1
+            yield got
 
 
 def tos_cmsg(family: int, tos: int) -> tuple[int, int, bytes]:

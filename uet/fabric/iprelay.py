@@ -36,7 +36,7 @@ import trio
 from .. import UET_IP_PROTO, native
 from ..addresses import canonical as _canon
 from ..addresses import family_of
-from ..rawip import raw_socket, recv_raw
+from ..rawip import RawBatch, raw_socket
 from ..wire.build import DSCP_TRIMMED, _eth, _ip_header
 from ..wire.ipencap import ENTROPY_LEN, _seed
 from ..wire.trailer import TRAILER_LEN
@@ -154,20 +154,8 @@ class IpFabric(Fabric):
                 await trio.lowlevel.wait_readable(sock)
             except (OSError, trio.ClosedResourceError):
                 return
-            n = 0
-            while n < BATCH:
-                try:
-                    got = recv_raw(sock, local=local, bufsize=RECV_SIZE + 60)
-                except OSError:
-                    if sock.fileno() == -1:
-                        return
-                    stats["recv_errors"] += 1
-                    n += 1
-                    continue
-                if got is None:
-                    break
-                n += 1
-                src, dst, tos, payload = got
+            batch = RawBatch(sock, local=local, bufsize=RECV_SIZE + 60, limit=BATCH)
+            for src, dst, tos, payload in batch:
                 if not src or len(payload) < ENTROPY_LEN:
                     stats["ip_short"] += 1
                     continue
@@ -175,8 +163,11 @@ class IpFabric(Fabric):
                     stats["too_big"] += 1
                     continue
                 self._on_ip(bytes(payload), tos, dst, _canon(src), clock())
-                if n % RELEASE_EVERY == 0:
+                if batch.reads % RELEASE_EVERY == 0:
                     self._release(clock())
+            stats["recv_errors"] += batch.errors
+            if batch.closed:
+                return
             self._release(clock())
 
     def _on_ip(self, data: bytes, tos: int, dst: str, src: str, now: float) -> None:

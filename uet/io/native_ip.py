@@ -39,7 +39,7 @@ import socket
 from typing import Any, Sequence
 
 from ..pds import DatagramMeta
-from ..rawip import RawDenied, raw_socket, recv_raw, tos_cmsg  # noqa: F401 (re-exported)
+from ..rawip import RawBatch, RawDenied, raw_socket, tos_cmsg  # noqa: F401 (re-exported)
 from ..wire.ipencap import ENTROPY_LEN, from_ip_payload, to_ip_payload
 from . import sockets as S
 from .engine import _carries_data
@@ -85,19 +85,9 @@ class NativeIp:
         """Read up to ``limit`` datagrams and hand them to ``eng``'s core in one call (N2, N3)."""
         io = eng.io
         items: list = []
-        n = 0
         own = None if self.wildcard else self.local
-        while n < limit:
-            try:
-                got = recv_raw(self.sock, local=self.local, bufsize=self._bufsize)
-            except OSError:
-                io["rx_errors"] += 1
-                n += 1
-                continue
-            if got is None:
-                break
-            n += 1
-            src, dst, tos, payload = got
+        batch = RawBatch(self.sock, local=self.local, bufsize=self._bufsize, limit=limit)
+        for src, dst, tos, payload in batch:
             if own is not None and dst != own:  # N3 (the kernel filters too: bound address)
                 io["rx_ip_not_ours"] += 1
                 continue
@@ -110,8 +100,9 @@ class NativeIp:
         if items:
             io["rx_ip"] += len(items)
             eng.host.receive_datagrams(items, eng._clock())
-        io["rx_datagrams"] += n
-        return n
+        io["rx_errors"] += batch.errors
+        io["rx_datagrams"] += batch.reads
+        return batch.reads
 
     def _cmsg(self, tos: int, src: str) -> list:
         key = (tos, src)
