@@ -50,6 +50,7 @@ CSIG_R_SET = "csig: reserved bit r is set (E.4): a receiver ignores this tag"
 
 _ETH, _VLAN, _SLL, _SLL2 = codec("eth"), codec("vlan"), codec("sll"), codec("sll2")
 _IPV4, _IPV6, _UDP = codec("ipv4"), codec("ipv6"), codec("udp")
+_IPV6_EXT_HDR, _IPV6_FRAG = codec("ipv6_ext"), codec("ipv6_frag")
 _CSIG = codec("csig")
 _PFC = codec("pfc")
 ETHERTYPE_MAC_CONTROL, PFC_OPCODE = 0x8808, 0x0101  # IEEE 802.1Qbb (net_headers.PFC)
@@ -332,20 +333,21 @@ def _ipv6_chain(pkt: bytes, proto: int, ecn: int) -> tuple[int, int, Fragment | 
     while proto in _IPV6_EXT:
         if len(pkt) - l4 < 8:
             raise _Stop(f"ipv6: truncated extension header {proto}")
-        proto, l4 = pkt[l4], l4 + (pkt[l4 + 1] + 1) * 8
+        ext, _ = _IPV6_EXT_HDR.decode(pkt, l4)
+        proto, l4 = ext["next_header"], l4 + (ext["hdr_ext_len"] + 1) * 8
     if l4 > len(pkt):
         raise _Stop(f"ipv6: extension headers end at byte {l4}, beyond the {len(pkt)} present")
     if proto != IPV6_FRAGMENT:
         return proto, l4, None
     if len(pkt) - l4 < 8:
         raise _Stop("ipv6: truncated fragment header")
-    nh, word = pkt[l4], int.from_bytes(pkt[l4 + 2:l4 + 4], "big")
-    offset, more = (word >> 3) * 8, bool(word & 1)
+    frag, size = _IPV6_FRAG.decode(pkt, l4)
+    end = l4 + size
+    nh, offset, more = frag["next_header"], frag["fragment_offset"] * 8, frag["m"]
     if not offset and not more:
-        return nh, l4 + 8, None
-    return nh, l4 + 8, Fragment(6, bytes(pkt[8:24]), bytes(pkt[24:40]),
-                                int.from_bytes(pkt[l4 + 4:l4 + 8], "big"), nh, offset, more,
-                                pkt[l4 + 8:], pkt[:40], extra=l4 - 40, ecn=ecn)
+        return nh, end, None
+    return nh, end, Fragment(6, bytes(pkt[8:24]), bytes(pkt[24:40]), frag["identification"], nh,
+                             offset, more, pkt[end:], pkt[:40], extra=l4 - 40, ecn=ecn)
 
 
 def _attach(obj: dict[str, Any], res: FrameResult, problems: list[str], key: str, d: Decoded) -> None:

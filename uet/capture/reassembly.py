@@ -47,6 +47,9 @@ from dataclasses import dataclass, field
 from socket import AF_INET, AF_INET6, inet_ntop
 
 from ..wire.build import ipv4_checksum
+from ..wire.codec import codec
+
+_IPV4, _IPV6 = codec("ipv4"), codec("ipv6")
 
 DATAGRAM_LIMIT = 65535   # IPv4 total length / IPv6 payload length
 QUEUES_MAX = 1024        # datagrams being rebuilt at once
@@ -251,16 +254,18 @@ def _packet(q: _Queue, data: bytes) -> bytes:
     left out: nothing after them needs them). ECN is CE when any fragment was (RFC 3168 5.3)."""
     first = q.first
     assert first is not None
-    h = bytearray(first.header)
-    if q.ce:
-        h[1] |= CE
+    header = first.header
     if q.version == 4:
-        h[2:4] = (len(h) + len(data)).to_bytes(2, "big")
-        h[6] &= 0xC0           # keep DF and the reserved bit, clear MF and the offset
-        h[7] = 0
-        h[10:12] = b"\0\0"
-        h[10:12] = ipv4_checksum(bytes(h)).to_bytes(2, "big")
-    else:
-        h[4:6] = len(data).to_bytes(2, "big")
-        h[6] = first.proto
-    return bytes(h) + data
+        ip, size = _IPV4.decode(header, 0)
+        ip.update(total_length=len(header) + len(data), fragment_offset=0, checksum=0,
+                  flags=ip["flags"] & 0b110)  # keep the reserved bit and DF, clear MF
+        if q.ce:
+            ip["ecn"] = CE
+        h = _IPV4.encode(ip) + header[size:]  # the options as they came
+        ip["checksum"] = ipv4_checksum(h)
+        return _IPV4.encode(ip) + header[size:] + data
+    ip, size = _IPV6.decode(header, 0)
+    ip.update(payload_length=len(data), next_header=first.proto)
+    if q.ce:
+        ip["ecn"] = CE
+    return _IPV6.encode(ip) + data

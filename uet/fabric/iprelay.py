@@ -38,7 +38,7 @@ from ..addresses import canonical as _canon
 from ..addresses import family_of
 from ..rawip import RawBatch, raw_socket
 from ..wire.build import DSCP_TRIMMED, _eth, _ip_header
-from ..wire.ipencap import ENTROPY_LEN, _seed
+from ..wire.ipencap import ENTROPY_LEN, _seed, entropy_header, entropy_of
 from ..wire.trailer import TRAILER_LEN
 from .paths import ETH_LEN, FWD, REV, UDP_LEN, FabricConfig, Link, flow_rng
 from .relay import BATCH, RECV_SIZE, RELEASE_EVERY, TOS_CONTROL, Fabric, Flow, Hop
@@ -53,7 +53,7 @@ def _is_tss(data: bytes) -> bool:
 def with_entropy(data: bytes, ev: int) -> bytes:
     """V2: ``data`` (an IP payload) with entropy value ``ev``; a trailer it carries changes by
     the same difference (CRC is affine), so a right one stays right and a wrong one wrong."""
-    head = (ev & 0xFFFF).to_bytes(2, "big")
+    head = entropy_header(ev)[:2]
     out = head + data[2:]
     if _is_tss(data) or len(data) < ENTROPY_LEN + TRAILER_LEN:
         return out
@@ -173,7 +173,7 @@ class IpFabric(Fabric):
     def _on_ip(self, data: bytes, tos: int, dst: str, src: str, now: float) -> None:
         """One datagram at a raw socket: from the receiver's address an answer (found by its EV
         on the back side), from anyone else a sender's (found by address and EV)."""
-        ev = (data[0] << 8) | data[1]
+        ev = entropy_of(data)
         if src == self.to[0]:
             flow = self._by_back_port.get(ev) or self._receiver_flow(ev)
             if flow is None:

@@ -16,9 +16,12 @@ from __future__ import annotations
 import socket
 
 from .. import native
+from .codec import codec
 from .trailer import TRAILER_LEN, address_bytes, seal_udp
+from .uet_headers import ENTROPY
 
 ENTROPY_LEN = 4  # A.1: entropy (16 bits), reserved (16 bits)
+_ENTROPY, _IPV4 = codec(ENTROPY), codec("ipv4")
 _SEEDS: dict[tuple[str, str], int] = {}
 
 
@@ -38,8 +41,13 @@ def _is_tss(data: bytes | bytearray | memoryview) -> bool:
 
 
 def entropy_header(ev: int) -> bytes:
-    """A.1: the entropy value, then 16 reserved bits (0)."""
-    return (ev & 0xFFFF).to_bytes(2, "big") + b"\x00\x00"
+    """A.1: the entropy value, then 16 reserved bits (0): the schema's ``entropy`` header."""
+    return _ENTROPY.encode({"entropy": ev & 0xFFFF})
+
+
+def entropy_of(payload: bytes | bytearray | memoryview) -> int:
+    """The EV in the entropy header that starts ``payload`` (at least ENTROPY_LEN bytes)."""
+    return _ENTROPY.decode(payload, 0)[0]["entropy"]
 
 
 def to_ip_payload(data: bytes | bytearray | memoryview, *, src: str, dst: str, ev: int) -> bytes:
@@ -60,7 +68,7 @@ def from_ip_payload(payload: bytes | bytearray | memoryview, src: str, dst: str,
     n = len(payload)
     if n < ENTROPY_LEN:
         return None
-    ev = (payload[0] << 8) | payload[1]
+    ev = entropy_of(payload)
     rest = bytes(payload[ENTROPY_LEN:])
     if _is_tss(rest) or n < ENTROPY_LEN + TRAILER_LEN:
         return rest, ev
@@ -77,15 +85,15 @@ def from_ip_payload(payload: bytes | bytearray | memoryview, src: str, dst: str,
 
 def parse_ipv4(pkt: bytes) -> tuple[str, str, int, memoryview] | None:
     """(source, destination, TOS, IP payload) of an IPv4 datagram as a raw socket reads it."""
-    if len(pkt) < 20 or pkt[0] >> 4 != 4:
+    if len(pkt) < 20:
         return None
-    ihl = (pkt[0] & 15) * 4
-    total = (pkt[2] << 8) | pkt[3]
-    if ihl < 20 or total < ihl or len(pkt) < total:
+    ip, _ = _IPV4.decode(pkt, 0)
+    ihl, total = ip["ihl"] * 4, ip["total_length"]
+    if ip["version"] != 4 or ihl < 20 or total < ihl or len(pkt) < total:
         return None
-    return (socket.inet_ntop(socket.AF_INET, pkt[12:16]),
-            socket.inet_ntop(socket.AF_INET, pkt[16:20]), pkt[1],
-            memoryview(pkt)[ihl:total])
+    return (socket.inet_ntop(socket.AF_INET, ip["src"].to_bytes(4, "big")),
+            socket.inet_ntop(socket.AF_INET, ip["dst"].to_bytes(4, "big")),
+            ip["dscp"] << 2 | ip["ecn"], memoryview(pkt)[ihl:total])
 
 
 def to_ip_payload_as_is(data: bytes | bytearray | memoryview, *, src: str, dst: str, ev: int,

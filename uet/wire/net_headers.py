@@ -26,6 +26,21 @@ IPV6 = Header("ipv6", "IPv6 fixed header", (
     Field("src", 128, display="ipv6"), Field("dst", 128, display="ipv6"),
 ), ref="RFC 8200")
 
+# RFC 8200 4.3-4.6: the start every extension header before the transport shares (hop-by-hop,
+# routing, destination options: its length in 8-byte units, not counting the first 8), and the
+# Fragment header, which ``uet decode`` reassembles (uet.capture.reassembly).
+IPV6_EXT = Header("ipv6_ext", "IPv6 extension header (its first two bytes)", (
+    U("next_header", 8, "the header that follows", "RFC 8200"),
+    U("hdr_ext_len", 8, "length in 8-octet units, not counting the first 8", "RFC 8200"),
+), ref="RFC 8200")
+IPV6_FRAG = Header("ipv6_frag", "IPv6 Fragment header", (
+    U("next_header", 8, "the header that follows the reassembled packet's", "RFC 8200"),
+    Rsvd(8, "reserved, 0"),
+    U("fragment_offset", 13, "offset in 8-octet units", "RFC 8200"), Rsvd(2, "reserved, 0"),
+    Flag("m", "more fragments", "RFC 8200"),
+    X("identification", 32, "the datagram's identification", "RFC 8200"),
+), ref="RFC 8200")
+
 UDP = Header("udp", "UDP header", (
     U("sport", 16, "source port (UET: the entropy value)", "A.1"), U("dport", 16),
     U("length", 16), X("checksum", 16),
@@ -78,4 +93,4 @@ NULL = Header("null", "BSD loopback (address family in the capturing host's byte
     U("family", 32),
 ), ref="LINKTYPE_NULL")
 
-NET_HEADERS = (IPV4, IPV6, UDP, ETH, VLAN, CSIG, PFC, SLL, SLL2, NULL)
+NET_HEADERS = (IPV4, IPV6, IPV6_EXT, IPV6_FRAG, UDP, ETH, VLAN, CSIG, PFC, SLL, SLL2, NULL)
