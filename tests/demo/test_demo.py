@@ -19,14 +19,13 @@ import trio
 
 from uet.demo.command import main, register
 from uet.demo.options import add_arguments
+from uet.sim.summary import CONTRACT_KEYS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIB = 1 << 20
 TIMEOUT = "30"  # per run; a healthy 2 MiB run takes well under a second
-# the keys of uet sim's summary (design.md), minus the virtual sim_time_s, plus the live ones
-KEYS = {"ok", "bytes", "wall_time_s", "goodput_gbps", "goodput_MBps", "packets_sent",
-        "retransmissions", "spurious_retransmissions", "trimmed", "dropped", "ecn_marked", "nacks",
-        "paths_used", "seed", "per_path"}
+# the keys of uet sim's summary (design.md; sim_time_s is None: no virtual time), plus the live ones
+KEYS = set(CONTRACT_KEYS) | {"goodput_MBps", "per_path"}
 
 
 def demo(capsys, *argv: str) -> tuple[int, dict, str]:
@@ -248,6 +247,8 @@ def test_json_stdout_is_exactly_one_object():
     assert out.stdout.endswith("\n") and out.stdout.count("\n") == 1
     obj = json.loads(out.stdout)
     assert isinstance(obj, dict) and obj["ok"] is True and KEYS <= set(obj)
+    assert list(obj)[:len(CONTRACT_KEYS)] == list(CONTRACT_KEYS) and obj["sim_time_s"] is None
+    assert obj["op"] == "send" and obj["target_retransmissions"] == 0
     assert "sent" in out.stderr and "trims" in out.stderr  # progress and table went to stderr
 
 

@@ -31,10 +31,9 @@ import random
 from collections import deque
 from typing import Any
 
-from ..net.switch import ecn_mark
+from ..net.ecmp import pick
+from ..net.ecn import ecn_mark
 from ..roce.pfc import PauseGate
-
-HASH_MUL = 0x9E3779B1  # as uet.sim.fabric: Fibonacci hashing spreads a salted CRC over the ports
 
 
 class Pkt:
@@ -122,8 +121,8 @@ class CPort:
 
 
 def ecmp_port(up: list[CPort], key: int, salt: int) -> CPort:
-    """R5."""
-    return up[(((key ^ salt) * HASH_MUL & 0xFFFFFFFF) >> 8) % len(up)]
+    """R5: the ECMP of every switch (uet.net.ecmp M2)."""
+    return pick(up, key, salt)
 
 
 def adaptive_port(up: list[CPort], now: float, rng: random.Random) -> CPort:

@@ -40,9 +40,9 @@ from __future__ import annotations
 import heapq
 import random
 import time
-import zlib
 from typing import Any, Callable
 
+from ..net.ecmp import five_tuple_key, switch_salts
 from ..net.topology import Topology, build, parse_topology
 from ..payload import seeded_bytes
 from ..roce.dcqcn import INF, DcqcnParams
@@ -142,8 +142,7 @@ class RoceFabric:
         frac = {}
         for a, b, f in degrade:
             frac[(a, b)] = frac[(b, a)] = f
-        salt_rng = random.Random(self.seed ^ 0xEC3F)
-        self.switches = {n: _Switch(n, salt_rng.getrandbits(32)) for n in topo.switches}
+        self.switches = {n: _Switch(n, s) for n, s in switch_salts(self.seed, topo.switches).items()}
         cap = self.buffer if not self.pfc else 1 << 40  # F2
         hr = headroom_bytes(self.rate, self.delay, self.mtu + 100)
         self.headroom = hr
@@ -277,7 +276,7 @@ class RoceFabric:
     def _send_frame(self, host: _Host, frame: bytes, flow: int, now: float) -> None:
         dst = self.addr_index[_dst_of(frame)]
         control = frame[15] >> 2 != DATA_DSCP
-        pkt = Pkt(frame, dst, zlib.crc32(frame[26:38]), control, (frame[15] & 3) in (1, 2), flow)
+        pkt = Pkt(frame, dst, five_tuple_key(frame), control, (frame[15] & 3) in (1, 2), flow)
         if self.pcap is not None:
             self.pcap.write(now, frame)
         host.nic.enqueue(pkt)  # type: ignore[union-attr]

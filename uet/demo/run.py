@@ -98,6 +98,7 @@ from ..ownaddr import LocalAddressError
 from ..multipath.spray import SELECTOR_KINDS
 from ..net import NetConfig
 from ..payload import seeded_bytes
+from ..sim.summary import goodput_gbps, merge_nacks, transfer_summary
 
 SETTLE_S = 1.0                          # longest wait for the counters to agree after a transfer
 CLOSE_S = 1.0                           # longest wait for the PDC close (C.7)
@@ -573,34 +574,24 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
     wall = (delivered_at[-1] - first) if (delivered_at and first is not None
                                           and len(got) == len(msgs)) else 0.0
     ok = verified and not failures
-    nacks: dict[str, int] = dict(sorted(sr.get("nacks_sent", {}).items()))
-    for k, v in st.get("nacks_sent", {}).items():
-        nacks[k] = nacks.get(k, 0) + v
+    nacks = merge_nacks((sr.get("nacks_sent", {}), st.get("nacks_sent", {})))
     by_port = dict(tx.tx_data_by_port)
     data_pkts = sum(max(1, -(-len(m) // cfg.mtu)) for m in msgs)
-    s: dict[str, Any] = {
-        "ok": ok,
-        "bytes": total,
-        "messages": len(msgs),
-        "mode": cfg.mode,
-        "mtu": cfg.mtu,
-        "ses_header": cfg.ses_header,
-        "cc": cfg.cc,
-        "spray": cfg.spray,
-        "csig": cfg.csig,
-        "sent": len(msgs),
-        "delivered": len(got),
-        "fabric": fab is not None,
-        "wall_time_s": round(wall, 6),
-        "goodput_gbps": round(total * 8 / wall / 1e9, 6) if wall > 0 else 0.0,
-        "goodput_MBps": round(total / wall / 1e6, 3) if wall > 0 else 0.0,
-        "packets_sent": st.get("io_tx_datagrams", 0),
-        "packets_total": st.get("io_tx_datagrams", 0) + sr.get("io_tx_datagrams", 0),
-        "data_packets": data_pkts,
-        "retransmissions": st.get("retransmissions", 0),
-        "spurious_retransmissions": rx.core.stats["retx_dup_rx"],  # R4 of uet/pds/endpoint.py
-        "retransmissions_received": rx.core.stats["retx_rx"],
-    }
+    # the contract keys (uet.sim.summary) with the figures a live run has; the fabric's counts
+    # and paths_used are filled in below; no virtual time (sim_time_s None)
+    s: dict[str, Any] = transfer_summary(
+        ok=ok, bytes=total, sim_time_s=None, wall_time_s=round(wall, 6),
+        goodput_gbps=round(goodput_gbps(total, wall), 6), packets_sent=st.get("io_tx_datagrams", 0),
+        retransmissions=st.get("retransmissions", 0),
+        spurious_retransmissions=rx.core.stats["retx_dup_rx"],  # R4 of uet/pds/endpoint.py
+        trimmed=0, dropped=0, ecn_marked=0, nacks=nacks, paths_used=0, seed=cfg.seed, op="send",
+        mode=cfg.mode, sent=len(msgs), delivered=len(got),
+        target_retransmissions=sr.get("retransmissions", 0),
+        messages=len(msgs), mtu=cfg.mtu, ses_header=cfg.ses_header, cc=cfg.cc, spray=cfg.spray,
+        csig=cfg.csig, fabric=fab is not None,
+        goodput_MBps=round(total / wall / 1e6, 3) if wall > 0 else 0.0,
+        packets_total=st.get("io_tx_datagrams", 0) + sr.get("io_tx_datagrams", 0),
+        data_packets=data_pkts, retransmissions_received=rx.core.stats["retx_rx"])
     if counters is not None:
         t = counters["totals"]
         pmap: dict[int, list[int]] = {}
@@ -633,13 +624,12 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
                     for i, port in enumerate(tx.entropy_ports)]
         s.update(trimmed=0, dropped=0, ecn_marked=0, corrupted=0, duplicated=0, reordered=0)
         paths_used = st.get("paths_used", 0)
+    s["paths_used"] = paths_used
     s.update({
         "bad_crc": st.get("bad_crc", 0) + sr.get("bad_crc", 0),
-        "nacks": nacks,
         "rto": st.get("rto", 0),
         "tlp": st.get("tlp", 0),
         "ack_req": st.get("ack_req_tx", 0),
-        "paths_used": paths_used,
         "paths": cfg.paths if fab is not None else len(tx.entropy_ports),
         "entropies": len(tx.entropy_ports),
         "window_bytes": tx.core.config.window_bytes,

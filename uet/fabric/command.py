@@ -17,6 +17,12 @@ lines.
 
 ``--degrade-path I:F``: path I (both directions) runs at fraction F of ``--rate`` (repeatable).
 
+``--topology leafspine:H,T,S`` or ``fattree:K`` (``uet sim --topology``'s spec; ``paths:N`` is
+``--paths N``): the paths are the up-down routes between the topology's first and last host,
+chosen by the EV as above; every link of the topology is a queue of its own (ECN, overflow trims),
+shared by the routes that cross it, and path i's impairments, failure and degradation are those
+of its link into its spine or core (uet.net.route T1-T4); not with ``--csig``.
+
 ``--mtu N`` (uet-facts A.1: DF, no IP fragments): the payload bytes per packet the paths carry; a
 datagram longer than the largest one of N payload bytes (TSS and a CSIG tag counted) is dropped and
 counted ``too_big``, as a switch drops a frame above its MTU. Default: the largest of 1024, 2048,
@@ -60,6 +66,7 @@ import trio
 from .. import cliargs
 from ..cliargs import fail_spec, fraction, hostport, size
 from ..cms.csig import TYPE_BY_NAME
+from ..net.topology import TopologyError, parse_topology
 from .paths import CSIG_INTERVAL_US, FabricConfig
 from .relay import open_fabric
 
@@ -76,6 +83,23 @@ def degrade_path_spec(s: str) -> tuple[int, float]:
     if not (0 <= path < cliargs.MAX_PATHS and 0.0 < frac <= 1.0):
         raise argparse.ArgumentTypeError(f"{s}: {what}")
     return path, frac
+
+
+def topology_arg(s: str) -> str:
+    """``--topology``: a spec uet.net.topology parses (as ``uet sim --topology``)."""
+    try:
+        parse_topology(s.strip())
+    except TopologyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return s.strip()
+
+
+def apply_topology(args: argparse.Namespace) -> None:
+    """``--topology``: sets ``args.paths`` to its routes (uet.net.route T1), so that the path
+    options (--fail-path, --degrade-path) are checked against them."""
+    spec = getattr(args, "topology", None)
+    if spec is not None:
+        args.paths = FabricConfig(topology=spec, csig=None).paths
 
 
 def check_degrade(args: argparse.Namespace) -> None:
@@ -124,6 +148,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", type=cliargs.peer, required=True, metavar="ADDR:PORT",
                    help="the receiver's address and the UET port (default 4793)")
     add_model_arguments(p)
+    p.add_argument("--topology", type=topology_arg, default=None, metavar="SPEC",
+                   help="paths:N (as --paths N), or leafspine:HOSTS_PER_TOR,TORS,SPINES or "
+                        "fattree:K as uet sim --topology: the relay's paths are the routes "
+                        "between the first and the last host, every link a queue (uet.net.route)")
     p.add_argument("--reorder-delay", type=cliargs.delay_us, default=None, metavar="US",
                    help="largest extra delay of a reordered or duplicated packet, microseconds "
                         "(default: one RTT, at least 2000 - the timer resolution is about 1 ms)")
@@ -203,6 +231,8 @@ def config_from_args(args: argparse.Namespace) -> FabricConfig:
         kw["csig_interval_us"] = args.csig_interval
     if g("mtu"):
         kw["mtu"] = args.mtu
+    if g("topology"):
+        kw["topology"] = args.topology
     return FabricConfig(**kw)
 
 
@@ -322,6 +352,7 @@ async def _serve(args: argparse.Namespace, cfg: FabricConfig, err: TextIO,
 def run_command(args: argparse.Namespace) -> int:
     err = sys.stderr
     try:
+        apply_topology(args)
         cliargs.check_fail_paths(args)
         check_degrade(args)
         cliargs.check_same_family("--back", args.back, args.to[0], "--to")

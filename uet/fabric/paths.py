@@ -32,11 +32,14 @@ import random
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
-from ..cms.csig import (CSIG_ETHERTYPE, DELAY, NQD, TYPE_BY_NAME, Scale, ahead, neutral, set_d,
-                        stamp, tpid_bytes)
+from ..cms.csig import CSIG_ETHERTYPE, DELAY, NQD, TYPE_BY_NAME, Scale, ahead, neutral, tpid_bytes
 from ..net import CE, TRIMMED, NetConfig, flip
 from ..net import COUNTERS as NET_COUNTERS
 from ..net import Link as NetLink
+from ..net.csig import stamp_on, trim_on, utilisation
+from ..net.link import REORDERED
+from ..net.route import Route, build_routes, switched_routes
+from ..net.topology import parse_topology
 from ..wire.build import DSCP_CONTROL, DSCP_TRIMMED
 
 FWD, REV = 0, 1
@@ -68,8 +71,20 @@ class FabricConfig(NetConfig):
     # than the largest one of such a payload (uet.mtu.packet_overhead with TSS and a CSIG tag) is
     # dropped and counted too_big, as a switch drops a frame above its MTU. None: no limit
     mtu: int | None = None
+    # uet.net.route T1-T4: None (or paths:N) parallel paths; "leafspine:H,T,S" or "fattree:K"
+    # (uet sim --topology's spec): the routes between the topology's first and last host
+    topology: str | None = None
 
     def validate(self) -> None:
+        if self.topology is not None:
+            kind, nums = parse_topology(self.topology)  # TopologyError: a ValueError
+            if kind == "paths":
+                self.paths, self.topology = nums[0], None
+            else:
+                self.paths = len(switched_routes(self.topology))
+                if self.csig is not None:
+                    raise ValueError("csig: the relay stamps tags on parallel paths only, not on "
+                                     f"--topology {self.topology}")
         super().validate()
         if self.mtu is not None and self.mtu < 1:
             raise ValueError("mtu must be at least 1 payload byte per packet")
@@ -231,18 +246,10 @@ class Link(NetLink):
 
     def _measure(self, now: float, busy: float) -> None:
         """L1: the busy-fraction average brought up to ``now``: busy until ``busy`` (the model's
-        end of the last datagram admitted), idle after it (exact for that signal)."""
-        since = self.u_t
-        if now <= since:
-            return
-        end = min(max(busy, since), now)
-        u = self.util
-        if end > since:
-            u = 1.0 - (1.0 - u) * math.exp((since - end) / self.tau)
-        if now > end:
-            u *= math.exp((end - now) / self.tau)
-        self.util = u
-        self.u_t = now
+        end of the last datagram admitted), idle after it (uet.net.csig G1)."""
+        if now > self.u_t:
+            self.util = utilisation(self.util, self.u_t, busy, now, self.tau)
+            self.u_t = now
 
     def bucket(self, now: float, busy: float) -> int:
         """L1-L3: this link's bucket (C2) for a datagram offered at ``now``, the link busy until
@@ -261,19 +268,13 @@ class Link(NetLink):
         """L4: ``data`` behind its tag."""
         bits = self.neutral if tag is None or tag >> 14 != self.csig else tag
         if trimmed:
-            if not bits & 2:
-                self.csig_d_set += 1
-            bits = set_d(bits)
+            bits = trim_on(self, bits)  # uet.net.csig G3
         elif control:
             self.csig_neutral += 1  # an answer: not reported on (the tag it came with, or neutral)
         else:
             b = self.bucket(now, busy)
-            new = stamp(bits, b, self.lm)
-            self.csig_stamped += 1
+            bits = stamp_on(self, bits, b, self.lm)  # uet.net.csig G2
             self.csig_bucket_sum += b
-            if new != bits:
-                self.csig_replaced += 1
-            bits = new
         return ahead(bits, data, self.tpid)
 
     def mean_queue(self, now: float) -> float:
@@ -298,6 +299,58 @@ class Link(NetLink):
             n = self.csig_stamped
             d["csig_mean_bucket"] = round(self.csig_bucket_sum / n, 3) if n else None
         return d
+
+
+class RouteLink(Link):
+    """One direction of one path that is a route through a switched topology (uet.net.route
+    T1-T4): the model's verdict is the route's; this link counts it as the path's (its queue
+    figures are those of the route's first link, which every datagram of the direction crosses)."""
+
+    def __init__(self, cfg: FabricConfig, path: int, direction: int, releases: "Releases",
+                 route: Route, overhead: int):
+        super().__init__(cfg, path, direction, releases, overhead=overhead)
+        self.route = route
+        self.Bps = route.hops[0].Bps
+
+    def fail_now(self, t: float) -> None:
+        super().fail_now(t)
+        self.route.own.fail_now(t)
+
+    def offer(self, now: float, n: int, control: bool, ect: bool, rng: random.Random,
+              ecn_rng: random.Random | None = None) -> Any:
+        self.received += 1
+        self.rx_bytes += n
+        hops = self.route.hops
+        before = [(h.fail_drops, h.loss_drops) for h in hops]
+        fate, where = self.route.offer(now, n, control, ect, rng, ecn_rng)
+        self.busy = hops[0].busy
+        at, flags, corrupt, dup_at = fate
+        if at is None:
+            self.dropped += 1
+            f0, l0 = before[hops.index(where)]
+            if where.fail_drops != f0:
+                self.fail_drops += 1
+            elif where.loss_drops != l0:
+                self.loss_drops += 1
+            else:
+                self.overflow_drops += 1
+            return fate
+        self.trimmed += bool(flags & TRIMMED)
+        self.ce_marked += bool(flags & CE)
+        self.reordered += bool(flags & REORDERED)
+        self.corrupted += corrupt is not None
+        self.duplicated += dup_at is not None
+        return fate
+
+
+def route_links(cfg: FabricConfig, releases: "Releases", direction: int,
+                overhead: int) -> list[Link]:
+    """The paths of one direction of a relay over ``cfg.topology`` (uet.net.route)."""
+    fails = cfg.fail_times()
+    rs = build_routes(cfg, cfg.topology or "", direction, queue_bytes=cfg.queue_bytes or (1 << 20),
+                      overhead=overhead, rate_gbps=[cfg.path_rate_gbps(i) for i in range(cfg.paths)],
+                      fail_at=fails)
+    return [RouteLink(cfg, i, direction, releases, r, overhead) for i, r in enumerate(rs)]
 
 
 class Releases:

@@ -107,7 +107,7 @@ from ..net import Ecmp
 from ..cms.csig import behind, tpid_bytes
 from ..mtu import IPV4_LEN, IPV6_LEN, packet_overhead
 from .paths import COUNTERS, DIRECTIONS, FWD, INF, NOT_SUMMED, REV, ETH_LEN, UDP_LEN, \
-    FabricConfig, Link, Releases, flow_rng
+    FabricConfig, Link, Releases, flow_rng, route_links
 
 BATCH = 512                # datagrams drained per wake-up before yielding
 EV_RCVBUF = 4096           # the EV sockets are never read
@@ -255,8 +255,12 @@ class Fabric:
         self.releases = Releases(cfg.slack_us * 1e-6, self._wake)
         ov = {socket.AF_INET: ETH_LEN + 20 + UDP_LEN, socket.AF_INET6: ETH_LEN + 40 + UDP_LEN}
         ov_f, ov_r = ov[_family(self.to[0])], ov[_family(self.listen_host)]
-        self.links = [[Link(cfg, p, FWD, self.releases, overhead=ov_f) for p in range(cfg.paths)],
-                      [Link(cfg, p, REV, self.releases, overhead=ov_r) for p in range(cfg.paths)]]
+        if cfg.topology is not None:  # the routes of a switched topology (uet.net.route)
+            self.links = [route_links(cfg, self.releases, FWD, ov_f),
+                          route_links(cfg, self.releases, REV, ov_r)]
+        else:
+            self.links = [[Link(cfg, p, FWD, self.releases, overhead=ov_f) for p in range(cfg.paths)],
+                          [Link(cfg, p, REV, self.releases, overhead=ov_r) for p in range(cfg.paths)]]
         self.flows: dict[tuple, Flow] = {}
         self._tpid = tpid_bytes(cfg.csig_ethertype) if cfg.csig_type is not None else None
         self.capture = capture

@@ -5,12 +5,12 @@ Per datagram, in this order (design.md "Test beds"):
 
 1. a failed path drops everything from its fail time on;
 2. random loss;
-3. random trimming of a trimmable data packet (DSCP not 46, more than ``trim_bytes`` of UDP
-   payload: design.md "Defaults", uet-facts C.6);
+3. random trimming of a trimmable data packet (N3 of :mod:`uet.net.ecn`);
 4. queue admission: the queue is modelled by the time the link is busy until; a datagram that does
-   not fit in ``queue_bytes`` is trimmed when trimmable (``trim_on_overflow``), else dropped;
-5. ECN: an ECN-capable datagram is CE-marked when the queue it joins is deeper than ``kmin_bytes``,
-   with a probability rising linearly to 1 at ``kmax_bytes`` (RED-style, uet-facts A.2);
+   not fit in ``queue_bytes`` is trimmed when trimmable (``trim_on_overflow``; the arriving one:
+   the link keeps no packets to choose from, uet.net.ecn N4), else dropped;
+5. ECN: N1 of :mod:`uet.net.ecn` (RED from ``kmin_bytes`` to ``kmax_bytes``, uet-facts A.2) on
+   the depth the datagram joins (N2: a busy-time queue decides on enqueue);
 6. corruption of one bit of the UDP payload;
 7. reordering: an extra delay uniform in [0, reorder delay];
 8. duplication: a second copy up to one reorder delay after the first.
@@ -26,6 +26,7 @@ import random
 from typing import Any
 
 from .config import NetConfig
+from .ecn import red_mark
 
 #: Flags of a :class:`Fate`.
 TRIMMED, CE, REORDERED = 1, 2, 4
@@ -46,7 +47,7 @@ class Link:
     """One direction of one path: rate, one-way delay, a FIFO queue, failure, counters."""
 
     __slots__ = COUNTERS + ("path", "direction", "Bps", "delay", "busy", "fail_at", "qcap",
-                            "overhead", "_kmin", "_kspan", "_keep", "_loss", "_trim", "_corrupt",
+                            "overhead", "_kmin", "_kmax", "_keep", "_loss", "_trim", "_corrupt",
                             "_reorder", "_dup", "_rd", "_tail", "_overflow_trim")
 
     def __init__(self, cfg: NetConfig, path: int, direction: int, *, queue_bytes: int,
@@ -63,7 +64,7 @@ class Link:
         self.qcap = queue_bytes
         self.overhead = overhead
         self._kmin = cfg.kmin_bytes
-        self._kspan = cfg.kmax_bytes - cfg.kmin_bytes
+        self._kmax = cfg.kmax_bytes
         self._keep = cfg.trim_bytes
         self._loss = cfg.loss + extra_loss
         self._trim = cfg.trim
@@ -94,15 +95,15 @@ class Link:
             self.loss_drops += 1
             return _DROPPED
         keep = self._keep
-        trimmable = not control and n > keep
+        can_trim = not control and n > keep  # N3: uet.net.ecn.trimmable, inlined (per datagram)
         flags = 0
-        if trimmable and self._trim and rng.random() < self._trim:
+        if can_trim and self._trim and rng.random() < self._trim:
             flags = TRIMMED
         size = (keep if flags else n) + self.overhead
         busy = self.busy
         depth = (busy - now) * self.Bps if busy > now else 0.0
         if depth + size > self.qcap:
-            if trimmable and not flags and self._overflow_trim:
+            if can_trim and not flags and self._overflow_trim:  # N4: the arriving one
                 flags = TRIMMED
                 size = keep + self.overhead
             else:
@@ -111,9 +112,8 @@ class Link:
                 return _DROPPED
         if flags:
             self.trimmed += 1
-        if ect and depth > self._kmin and (
-                depth >= self._kmin + self._kspan
-                or (ecn_rng or rng).random() < (depth - self._kmin) / self._kspan):
+        if ect and depth > self._kmin and (depth >= self._kmax or red_mark(  # N1, N2 "enqueue"
+                depth, self._kmin, self._kmax, ecn_rng or rng)):
             flags |= CE
             self.ce_marked += 1
         depart = (busy if busy > now else now) + size / self.Bps

@@ -7,16 +7,15 @@ Per port (uet-facts E.6, the switch of the UEC's htsim experiments; design.md "D
   S1  two queues, served strict-priority: the priority queue holds control packets (DSCP 46:
       ACK, NACK, CONTROL) and trimmed headers; the data queue holds everything else. Each has
       a capacity in bytes (the data queue ``buffer_bytes``, the priority queue as much again).
-  S2  a data packet that does not fit the data queue is trimmed when it is trimmable (not DSCP 46,
-      more than ``trim_bytes`` of UDP payload: design.md "Defaults", C.6) and trimming is on: its
-      first ``trim_bytes`` UDP payload bytes are kept, the DSCP becomes 11, and the header joins
-      the priority queue. Otherwise, or when the priority queue is full too, it is dropped.
-      As in htsim (E.6), the packet trimmed is the arriving one or the last one queued, with
-      equal chance (drawn from ``rng``): always the arriving one lets a sender's resends fall
-      into step with a full queue and be trimmed again and again.
-  S3  ECN is marked on dequeue (E.6): an ECN-capable data packet leaving the data queue is
-      CE-marked with a probability rising linearly from 0 at ``kmin_bytes`` of queue (the
-      departing packet included) to 1 at ``kmax_bytes``; the CE draw uses the port's ``rng``.
+  S2  a data packet that does not fit the data queue is trimmed when it is trimmable (uet.net.ecn
+      N3) and trimming is on: its first ``trim_bytes`` UDP payload bytes are kept, the DSCP
+      becomes 11, and the header joins the priority queue. Otherwise, or when the priority queue
+      is full too, it is dropped. Which packet is trimmed is N4 (``trim_victim``; default, as in
+      htsim, E.6: the arriving one or the last one queued, with equal chance, drawn from ``rng``).
+  S3  ECN is N1 of uet.net.ecn (RED from ``kmin_bytes`` to ``kmax_bytes``, the draw from the
+      port's ``rng``) at the point N2 (``ecn_point``) names: on dequeue by default (E.6), an
+      ECN-capable data packet leaving the data queue, the depth counting it; or on enqueue, the
+      depth the arriving data packet joins.
   S4  store and forward: a packet occupies the link for its frame length / rate, then arrives at
       the peer ``delay`` seconds later. A failed port (``fail_at``) drops what it would send from
       then on; a degraded one runs at a fraction of its rate (the driver builds it so).
@@ -46,13 +45,14 @@ The queue is measured in frame bytes (Ethernet + IPv4 + UDP + UET), as the wire 
 
 from __future__ import annotations
 
-import math
 import random
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ..cms.csig import DELAY, NQD, Scale, set_d, stamp
+from ..cms.csig import DELAY, NQD, Scale
+from .csig import stamp_on, trim_on, utilisation
+from .ecn import ECN_POINT, TRIM_VICTIM, check, ecn_mark, trimmable, victim_is_last
 
 #: What a port counts.
 PORT_COUNTERS = ("tx_packets", "tx_bytes", "trimmed", "dropped", "ce_marked", "max_qbytes")
@@ -82,18 +82,6 @@ class Packet:
 
 
 
-def ecn_mark(port: Any, pkt: Any, depth: float, kmax: float, pmax: float = 1.0) -> None:
-    """S3 (E.6: RED on dequeue): mark ``pkt`` CE (and count it in ``port.ce_marked``) when it is
-    ECN-capable and leaves a queue of ``depth`` bytes: never at or below ``port.kmin``, always
-    from ``kmax``, in between with probability ``pmax`` x (depth - kmin) / (kmax - kmin), one
-    draw of ``port.rng``. The RoCE ports of uet.compare use it too (G.7's RED, with its Pmax)."""
-    kmin = port.kmin
-    if pkt.ect and depth > kmin and (
-            depth >= kmax or port.rng.random() < pmax * (depth - kmin) / (kmax - kmin)):
-        pkt.ce = True
-        port.ce_marked += 1
-
-
 class Port:
     """An output port: see the module docstring (S1-S6). ``peer`` is whatever the driver wants
     to deliver to (a switch or a host). ``csig`` (a signal type of uet.cms.csig C1, None: off),
@@ -104,13 +92,15 @@ class Port:
         "name", "peer", "Bps", "delay", "cap", "pcap", "kmin", "kspan", "trim_bytes", "trimming",
         "rng", "data", "prio", "qbytes", "pbytes", "busy", "fail_at", "q_area", "q_since",
         "_keep_frame", "csig", "csig_scale", "csig_lm", "csig_interval", "util", "u_since",
-        "tx_end")
+        "tx_end", "ecn_point", "trim_victim", "_mark_in")
 
     def __init__(self, name: str, peer: Any, *, rate_bps: float, delay: float, buffer_bytes: int,
                  kmin_bytes: int, kmax_bytes: int, trim_bytes: int, trimming: bool,
                  rng: random.Random, fail_at: float = float("inf"), header_bytes: int = 42,
                  csig: int | None = None, csig_scale: Scale | None = None, csig_lm: int = 0,
-                 csig_interval: float = CSIG_INTERVAL):
+                 csig_interval: float = CSIG_INTERVAL, ecn_point: str = ECN_POINT,
+                 trim_victim: str = TRIM_VICTIM):
+        check(ecn_point, trim_victim)
         if not 0 <= csig_lm <= 127:
             raise ValueError("csig_lm is a 7-bit locator (0..127)")
         if not csig_interval > 0:
@@ -146,6 +136,9 @@ class Port:
         self.util = 0.0  # S5: the averaged busy fraction, as of u_since
         self.u_since = 0.0
         self.tx_end = 0.0  # when the link finishes (finished) its last packet
+        self.ecn_point = ecn_point      # uet.net.ecn N2
+        self._mark_in = ecn_point == "enqueue"
+        self.trim_victim = trim_victim  # uet.net.ecn N4
 
     def _account(self, now: float) -> None:
         self.q_area += self.qbytes * (now - self.q_since)
@@ -166,6 +159,8 @@ class Port:
             return True
         if self.qbytes + n <= self.cap:
             self._account(now)
+            if self._mark_in:  # N2 "enqueue": the depth it joins
+                ecn_mark(self, pkt, self.qbytes, self.kmin + self.kspan)
             pkt.enq = now
             self.data.append(pkt)
             self.qbytes += n
@@ -173,13 +168,15 @@ class Port:
                 self.max_qbytes = self.qbytes
             return True
         keep = self._keep_frame
-        if self.trimming and n > keep and self.pbytes + keep <= self.pcap:
+        if self.trimming and trimmable(n, False, keep) and self.pbytes + keep <= self.pcap:
             data = self.data
-            if data and self.rng.random() < 0.5:
+            if data and victim_is_last(self.trim_victim, self.rng):  # N4
                 last = data[-1]
                 m = len(last.frame)
                 if m > keep and self.qbytes - m + n <= self.cap:  # E.6: trim the last queued
                     self._account(now)
+                    if self._mark_in:
+                        ecn_mark(self, pkt, self.qbytes - m, self.kmin + self.kspan)
                     pkt.enq = now
                     data[-1] = pkt
                     self.qbytes += n - m
@@ -189,8 +186,7 @@ class Port:
             pkt.trimmed = True
             self.trimmed += 1
             if pkt.csig is not None and self.csig is not None:
-                pkt.csig = set_d(pkt.csig)  # S6: a trimming switch sets do-not-update
-                self.csig_d_set += 1
+                pkt.csig = trim_on(self, pkt.csig)  # S6: uet.net.csig G3
             self.prio.append(pkt)
             self.pbytes += keep
             return True
@@ -217,7 +213,8 @@ class Port:
                 if now >= self.fail_at:
                     self.dropped += 1
                     continue
-                ecn_mark(self, pkt, depth, self.kmin + self.kspan)
+                if not self._mark_in:  # N2 "dequeue" (E.6): the departing packet included
+                    ecn_mark(self, pkt, depth, self.kmin + self.kspan)
             else:
                 self.busy = False
                 return None
@@ -233,20 +230,10 @@ class Port:
             return pkt, done
 
     def _measure(self, now: float) -> None:
-        """S5: the busy-fraction average brought up to ``now``: busy until the last packet's
-        end, idle after it (exact for that piecewise-constant signal)."""
-        since = self.u_since
-        if now <= since:
-            return
-        tau = self.csig_interval
-        end = min(max(self.tx_end, since), now)
-        u = self.util
-        if end > since:
-            u = 1.0 - (1.0 - u) * math.exp((since - end) / tau)
-        if now > end:
-            u *= math.exp((end - now) / tau)
-        self.util = u
-        self.u_since = now
+        """S5: the busy-fraction average brought up to ``now`` (uet.net.csig G1)."""
+        if now > self.u_since:
+            self.util = utilisation(self.util, self.u_since, self.tx_end, now, self.csig_interval)
+            self.u_since = now
 
     def csig_bucket(self, now: float, pkt: Packet | None = None) -> int:
         """S5: this port's bucket (C2) of its signal type, for ``pkt`` departing at ``now``."""
@@ -260,13 +247,9 @@ class Port:
         return scale.bucket(t, abw_gbps=cap * (1.0 - self.util), capacity_gbps=cap)
 
     def _stamp(self, pkt: Packet, now: float) -> None:
-        """S6: C3 compare and replace with this port's bucket."""
-        old = pkt.csig
-        new = stamp(old, self.csig_bucket(now, pkt), self.csig_lm)  # type: ignore[arg-type]
-        self.csig_stamped += 1
-        if new != old:
-            pkt.csig = new
-            self.csig_replaced += 1
+        """S6: C3 compare and replace with this port's bucket (uet.net.csig G2)."""
+        pkt.csig = stamp_on(self, pkt.csig, self.csig_bucket(now, pkt),  # type: ignore[arg-type]
+                            self.csig_lm)
 
     def mean_queue(self, now: float) -> float:
         """The data queue's time-averaged depth in bytes from 0 to ``now``."""

@@ -29,6 +29,7 @@ from ..cliargs import fail_spec, fraction
 from ..cms.choice import CC_NAMES
 from ..cms.csig import TYPE_BY_NAME
 from ..multipath import SELECTOR_KINDS
+from ..net.ecn import ECN_POINT, ECN_POINTS, TRIM_VICTIM, TRIM_VICTIMS
 from ..net.topology import LinkError, TopologyError, parse_topology
 from .traffic import TrafficError, parse_traffic
 from .workloads import MODE_OPS, MODES, OPS
@@ -46,7 +47,8 @@ PATHS_ONLY = {"paths": None, "rtt": 10.0, "loss": 0.0, "trim": 0.0, "reorder": 0
               "corrupt": 0.0, "fail_path": [], "messages": 1, "op": "send"}
 DEFAULT_PATHS = 4
 SWITCHED_ONLY = {"traffic": None, "link_delay": None, "buffer": None, "ecn_ramp": None,
-                 "degrade_link": [], "fail_link": [], "csig": None}
+                 "degrade_link": [], "fail_link": [], "csig": None, "ecn_point": ECN_POINT,
+                 "trim_victim": TRIM_VICTIM}
 
 
 def topology_spec(s: str) -> tuple[str, tuple[int, ...]]:
@@ -165,6 +167,12 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
                    help="bytes of data queue per switch port (default one BDP of the longest path)")
     p.add_argument("--ecn-ramp", type=ecn_ramp, default=None, metavar="LO,HI",
                    help="ECN marking from LO to HI of the buffer (default 0.2,0.8, E.6)")
+    p.add_argument("--ecn-point", choices=ECN_POINTS, default=ECN_POINT,
+                   help="where a switch port reads its queue to mark CE (default dequeue, E.6; "
+                        "uet.net.ecn N2)")
+    p.add_argument("--trim-victim", choices=TRIM_VICTIMS, default=TRIM_VICTIM,
+                   help="which packet a full switch queue trims: either the arriving or the last "
+                        "queued one, equal chance (default, E.6), or always the arriving one")
     p.add_argument("--no-trim", action="store_true",
                    help="switches drop instead of trimming when a queue is full")
     p.add_argument("--trim-bytes", type=cliargs.integer(1, 9000, "bytes of UDP payload a trim "
@@ -237,6 +245,7 @@ def fabric_config_from_args(args: argparse.Namespace) -> "FabricSimConfig":
         spray=args.spray or SWITCHED_DEFAULTS["spray"], entropy_values=args.entropies,
         window_bytes=args.window,
         ack_per_packet=args.ack_every_packet, degrade=list(args.degrade_link), csig=args.csig,
+        ecn_point=args.ecn_point, trim_victim=args.trim_victim,
         fail=list(args.fail_link), seed=args.seed, ses_header=args.ses_header)
 
 
@@ -285,6 +294,10 @@ def _replay_switched(args: argparse.Namespace) -> str:
         words += ["--buffer", str(args.buffer)]
     if args.ecn_ramp:
         words += ["--ecn-ramp", f"{cfg.ecn_lo!r},{cfg.ecn_hi!r}"]
+    if args.ecn_point != ECN_POINT:
+        words += ["--ecn-point", args.ecn_point]
+    if args.trim_victim != TRIM_VICTIM:
+        words += ["--trim-victim", args.trim_victim]
     if args.no_trim:
         words.append("--no-trim")
     if args.ses_header != "auto":

@@ -4,9 +4,11 @@ Ethernet/IPv4/UDP frames through switches. No flow-level shortcut: each frame is
 trimmed and forwarded hop by hop.
 
 The pieces (each in its own module): the topology (:mod:`uet.net.topology`: nodes, links, up-down
-routes), the ports (:mod:`uet.net.switch`: priority and data queues, ECN on dequeue, trimming),
-the traffic (:mod:`uet.sim.traffic`: incast, permutation, all-to-all, htsim matrices) and the
-flow metrics (:mod:`uet.sim.metrics`). This module builds them and runs the events.
+routes), the ports (:mod:`uet.net.switch`: priority and data queues, store and forward), ECN and
+trimming (:mod:`uet.net.ecn` N1-N4: by default E.6's, on dequeue and either victim; ``ecn_point``
+and ``trim_victim`` choose the others), ECMP (:mod:`uet.net.ecmp` M2), the traffic
+(:mod:`uet.sim.traffic`: incast, permutation, all-to-all, htsim matrices) and the flow metrics
+(:mod:`uet.sim.metrics`). This module builds them and runs the events.
 
 Defaults (issue 13, so that a bare command is the standard experiment): links of ``rate_gbps``
 and ``link_delay_us`` (1 us) each way; a buffer of one BDP per switch port, where the BDP is
@@ -15,11 +17,8 @@ of the buffer (E.6); trimming on, keeping ``trim_bytes`` (design.md: 256) of UDP
 every 16 KiB (C.3); NSCC (E.1) with REPS (E.5). A host's NIC is a port with an unbounded queue that
 never marks or trims (a host does not trim its own packets).
 
-ECMP (E.5): a switch with several up ports picks one by a hash of the frame's 5-tuple bytes (IPv4
-addresses and UDP ports: the source port is the entropy, of a request and of its answers alike,
-A.1) salted per switch from the seed, so that switches do not all make the same choice. Each
-frame's own 5-tuple is hashed, so an ACK (its addresses swapped, the UET port as its destination)
-takes a path of its own, as in real fabrics, not its request's.
+ECMP (E.5): a switch with several up ports picks one by M2 of :mod:`uet.net.ecmp` (a hash of the
+frame's own 5-tuple, salted per switch), as every switch of every driver does.
 
 CSIG (uet-facts E.4; the tag and its rules C1-C4 are uet.cms.csig's, the port's S5-S6 switch.py's),
 with ``csig`` set to a signal type's name (choices where the facts are silent):
@@ -54,7 +53,6 @@ from __future__ import annotations
 import heapq
 import random
 import time
-import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, NamedTuple
 
@@ -64,6 +62,8 @@ from ..cms.choice import pds_overrides
 from ..cms.csig import CSIG_ETHERTYPE, TAG_LEN, TYPE_BY_NAME, TYPE_NAMES, Scale, neutral
 from ..host import Host
 from ..multipath import csig_selector, make_selector
+from ..net.ecn import ECN_POINT, TRIM_VICTIM
+from ..net.ecmp import five_tuple_key, pick, switch_salts
 from ..net.switch import CSIG_COUNTERS, CSIG_INTERVAL, Packet, Port
 from ..net.topology import LinkError, Topology, build, parse_topology
 from ..pds import DatagramMeta, PdsConfig
@@ -77,13 +77,13 @@ from ..payload import seeded_bytes
 from ..wire.trailer import TRAILER_LEN
 from .frames import HDRS, FrameCache, PcapWriter, insert_tag, set_ce, strip_tag, trim
 from .metrics import fct_summary
+from .summary import goodput_gbps, merge_nacks, transfer_summary
 from .traffic import Flow, TrafficError, make_flows
 from .workloads import buffer_len, same_bytes
 
 INF = float("inf")
 MAX_HELD_BYTES = 4 << 30  # as uet.cliargs.MAX_HELD_BYTES: the flows' bytes are held in memory
 ACK_FRAME = HDRS + 32 + TRAILER_LEN  # an ACK_CC (B.8) on the wire
-HASH_MUL = 0x9E3779B1  # Fibonacci hashing: spreads a salted CRC over the up ports
 
 
 @dataclass
@@ -100,6 +100,8 @@ class FabricSimConfig:
     ecn_hi: float = 0.8                      # ... and reaches 1 at 80%
     trimming: bool = True
     trim_bytes: int = 256                    # design.md "Defaults"
+    ecn_point: str = ECN_POINT               # uet.net.ecn N2: "dequeue" (E.6) | "enqueue"
+    trim_victim: str = TRIM_VICTIM           # uet.net.ecn N4: "either" (E.6) | "arriving"
     cc: str = "nscc"                         # nscc | fixed
     spray: str = "reps"                      # reps | oblivious | rr | random | single
     entropy_values: int = 64
@@ -214,6 +216,7 @@ class FabricSimulator:
         self.ports: list[Port] = []  # switch ports (the NICs are the hosts')
         self._build_ports()
         self.failures: list[str] = []
+        self.data_keys: set[int] = set()  # the 5-tuples that carried data (paths_used)
         self.open_flows = len(self.flows)  # run() counts it down
         self._ticks = 0  # sample_every's events in the heap
 
@@ -273,8 +276,8 @@ class FabricSimulator:
         for a, b, t in cfg.fail:
             self._check_link(a, b, "--fail-link")
             fail[(a, b)] = fail[(b, a)] = t * 1e-6
-        salt_rng = random.Random(cfg.seed ^ 0xEC3F)
-        switches = {name: _Switch(name, salt_rng.getrandbits(32)) for name in topo.switches}
+        switches = {name: _Switch(name, s)
+                    for name, s in switch_salts(cfg.seed, topo.switches).items()}
         self.switches = switches
         kmin, kmax = int(cfg.ecn_lo * self.buffer), max(int(cfg.ecn_hi * self.buffer),
                                                         int(cfg.ecn_lo * self.buffer) + 1)
@@ -289,7 +292,8 @@ class FabricSimulator:
                      trimming=cfg.trimming and not nic, rng=self.rng,
                      fail_at=fail.get((a, b), INF), header_bytes=HDRS + TAG_LEN * tagged,
                      csig=None if nic else self.csig, csig_scale=self.csig_scale,
-                     csig_lm=0 if nic else locator[a], csig_interval=cfg.csig_interval_us * 1e-6)
+                     csig_lm=0 if nic else locator[a], csig_interval=cfg.csig_interval_us * 1e-6,
+                     ecn_point=cfg.ecn_point, trim_victim=cfg.trim_victim)
             if not nic:
                 self.ports.append(p)
             return p
@@ -366,8 +370,7 @@ class FabricSimulator:
     def _at_switch(self, now: float, sw: _Switch, pkt: Packet) -> None:
         port = sw.down.get(pkt.dst)
         if port is None:
-            up = sw.up
-            port = up[(((pkt.key ^ sw.salt) * HASH_MUL & 0xFFFFFFFF) >> 8) % len(up)]
+            port = pick(sw.up, pkt.key, sw.salt)  # ECMP (uet.net.ecmp M2)
         if port.enqueue(pkt, now) and not port.busy:
             self._transmit(port, now)
 
@@ -414,8 +417,11 @@ class FabricSimulator:
             pcap = self.pcap
             frame_of = self.frames.frame
             tag = self._neutral
+            data_keys = self.data_keys
             for data, meta in out:
                 frame, (dst, key, control, ect) = frame_of(data, meta)
+                if not control:
+                    data_keys.add(key)
                 if tag is None or control:
                     pkt = Packet(frame, dst, key, control, ect)
                 else:  # F1
@@ -437,8 +443,7 @@ class FabricSimulator:
         dst = self.addr_index.get(meta.dst)
         if dst is None:
             raise RuntimeError(f"a host sent to {meta.dst}, which is not in the fabric")
-        key = zlib.crc32(header[26:38])  # IPv4 source and destination, UDP ports: the 5-tuple
-        return dst, key, meta.dscp == DSCP_CONTROL, meta.ecn in (ECT0, ECT1)
+        return dst, five_tuple_key(header), meta.dscp == DSCP_CONTROL, meta.ecn in (ECT0, ECT1)
 
     def _events(self, host: _HostNode, now: float) -> None:
         ep = host.ep
@@ -548,33 +553,43 @@ class FabricSimulator:
         return busiest / (cfg.rate_gbps * 1e9 / 8) + unloaded_rtt(hops, cfg)
 
     def _summary(self, wall: float) -> dict[str, Any]:
+        """The contract keys (uet.sim.summary), then the many-host figures. ``paths_used``: the
+        distinct 5-tuples (source, destination, EV) that carried data, each one path through the
+        switches' ECMP; ``spurious_retransmissions``: requests the targets already had (their
+        PDS's R4 counter, as ``uet demo`` reads it); ``target_retransmissions``: those of the hosts
+        that are no flow's source; ``delivered``/``sent``: flows."""
         cfg = self.cfg
         stats = [h.ep.stats for h in self.hosts]
-        summary: dict[str, Any] = {"ok": False, "topology": cfg.topology, "hosts": self.topo.hosts,
-                                   "traffic": _traffic_name(cfg.traffic), "cc": cfg.cc,
-                                   "spray": cfg.spray,
-                                   "csig": TYPE_NAMES[self.csig] if self.csig is not None else None}
+        nbytes = sum(f.bytes for f in self.flows)
+        sources = {f.src for f in self.flows}
+        summary = transfer_summary(
+            ok=False, bytes=nbytes, sim_time_s=self.now, wall_time_s=round(wall, 6),
+            goodput_gbps=goodput_gbps(nbytes, self.now),
+            packets_sent=sum(h.nic.tx_packets for h in self.hosts),
+            retransmissions=sum(s["retransmissions"] for s in stats),
+            spurious_retransmissions=sum(s["retx_dup_rx"] for s in stats),
+            trimmed=sum(p.trimmed for p in self.ports), dropped=sum(p.dropped for p in self.ports),
+            ecn_marked=sum(p.ce_marked for p in self.ports),
+            nacks=merge_nacks(h.ep.nacks_sent for h in self.hosts),
+            paths_used=len(self.data_keys), seed=cfg.seed, op="send", mode=cfg.mode,
+            sent=len(self.flows), delivered=self.delivered,
+            target_retransmissions=sum(s["retransmissions"] for i, s in enumerate(stats)
+                                       if i not in sources),
+            topology=cfg.topology, hosts=self.topo.hosts, traffic=_traffic_name(cfg.traffic),
+            cc=cfg.cc, spray=cfg.spray,
+            csig=TYPE_NAMES[self.csig] if self.csig is not None else None)
         summary.update(fct_summary(list(zip(self.flows, self.fct)), ideal_fct_s=self.ideal_fct()))
         busiest = max(self.ports, key=lambda p: p.tx_bytes) if self.ports else None
         packets = sum(s["packets_tx"] for s in stats) if "packets_tx" in stats[0] else None
         summary.update({
-            "trimmed": sum(p.trimmed for p in self.ports),
-            "dropped": sum(p.dropped for p in self.ports),
-            "ecn_marked": sum(p.ce_marked for p in self.ports),
-            "retransmissions": sum(s["retransmissions"] for s in stats),
             "rto": sum(s["rto"] for s in stats),
             "max_queue_bytes": busiest.max_qbytes if busiest else 0,
             "mean_queue_bytes": round(busiest.mean_queue(self.now), 1) if busiest else 0.0,
             "busiest_port": busiest.name if busiest else None,
             "buffer_bytes": self.buffer,
             "base_rtt_s": self.base_rtt,
-            "bytes": sum(f.bytes for f in self.flows),
-            "sim_time_s": self.now,
-            "wall_time_s": round(wall, 6),
-            "packets_sent": sum(h.nic.tx_packets for h in self.hosts),
             "internal_errors": sum(s["internal_errors"] for s in stats),
             "failures": self.failures[:5],
-            "seed": cfg.seed,
         })
         if packets is not None:
             summary["packets_tx"] = packets

@@ -53,6 +53,7 @@ from ..pds.datagram import DSCP_CONTROL, ECT0, ECT1
 from ..ses import SesConfig
 from ..wire.enums import CTL_TYPE, PDS_TYPE, REQUEST_TYPES, nack_name
 from .frames import HDRS, FrameCache, PcapWriter, set_ce, trim
+from .summary import goodput_gbps, merge_nacks, transfer_summary
 from .workloads import Workload
 
 A_ADDR, B_ADDR = "10.0.0.1", "10.0.0.2"
@@ -356,55 +357,30 @@ class Simulator:
         c = self.counters
         net = self.network_counters()
         sa, sb = a.ep.stats, b.ep.stats
-        nacks: dict[str, int] = dict(sorted(b.ep.nacks_sent.items()))
-        for k, v in a.ep.nacks_sent.items():
-            nacks[k] = nacks.get(k, 0) + v
-        summary = {
-            "ok": ok,
-            "bytes": nbytes,
-            "messages": n,
-            "mode": cfg.mode,
-            "op": cfg.op,
-            "mtu": cfg.mtu,
-            "ses_header": cfg.ses_header,
-            "sim_time_s": sim_time,
-            "wall_time_s": round(wall, 6),
-            "goodput_gbps": (nbytes * 8 / sim_time / 1e9) if sim_time > 0 else 0.0,
-            "packets_sent": c["packets_a"],
-            "packets_total": c["packets_a"] + c["packets_b"],
-            "data_packets": self.data_pkts,
-            "retransmissions": sa["retransmissions"],
-            "spurious_retransmissions": c["spurious"],
-            "trimmed": net["trimmed"],
-            "dropped": net["dropped"] + self.scripted_drops,
-            "ecn_marked": net["ce_marked"],
-            "corrupted": net["corrupted"],
-            "duplicated": net["duplicated"],
-            "reordered": net["reordered"],
-            "bad_crc": sa["bad_crc"] + sb["bad_crc"],
-            "nacks": nacks,
-            "rto": sa["rto"],
-            "tlp": sa["tlp"],
-            "ack_req": sa["ack_req_tx"],
-            "paths_used": len(self.paths_used),
-            "paths": cfg.paths,
-            "window_bytes": self.window,
-            "internal_errors": sa["internal_errors"] + sb["internal_errors"],
-            "failures": failures[:5],
-            "seed": cfg.seed,
-        }
+        summary = transfer_summary(
+            ok=ok, bytes=nbytes, sim_time_s=sim_time, wall_time_s=round(wall, 6),
+            goodput_gbps=goodput_gbps(nbytes, sim_time), packets_sent=c["packets_a"],
+            retransmissions=sa["retransmissions"], spurious_retransmissions=c["spurious"],
+            trimmed=net["trimmed"], dropped=net["dropped"] + self.scripted_drops,
+            ecn_marked=net["ce_marked"], nacks=merge_nacks((b.ep.nacks_sent, a.ep.nacks_sent)),
+            paths_used=len(self.paths_used), seed=cfg.seed, op=cfg.op, mode=cfg.mode, sent=n,
+            # delivered (design.md): messages (sends), operations completed (SES), or datagrams
+            # handed up, duplicates included (UUD: ok means what arrived is intact)
+            delivered=wl.delivered,
+            target_retransmissions=sb["retransmissions"],  # B also sends: read data, reverse PDCs
+            messages=n, mtu=cfg.mtu, ses_header=cfg.ses_header,
+            packets_total=c["packets_a"] + c["packets_b"], data_packets=self.data_pkts,
+            corrupted=net["corrupted"], duplicated=net["duplicated"], reordered=net["reordered"],
+            bad_crc=sa["bad_crc"] + sb["bad_crc"], rto=sa["rto"], tlp=sa["tlp"],
+            ack_req=sa["ack_req_tx"], paths=cfg.paths, window_bytes=self.window,
+            internal_errors=sa["internal_errors"] + sb["internal_errors"],
+            failures=failures[:5])
         if cfg.security is not None:
             # the frames are encrypted: which request was a needless copy cannot be read off them
             summary["spurious_retransmissions"] = None
             summary["tss"] = {k: sa[k] + sb[k] for k in sorted(sa) if k.startswith("tss_")}
-        if cfg.op != "send" or cfg.mode == "uud":  # B also sends (read data, reverse PDCs)
-            summary["target_retransmissions"] = sb["retransmissions"]
-        # delivered / sent (design.md): messages (sends), operations completed (SES), or
-        # datagrams handed up, duplicates included (UUD: ok means what arrived is intact)
-        summary["delivered"] = wl.delivered
         if cfg.op == "send" and cfg.mode == "uud":
             summary["duplicates"] = wl.duplicates
-        summary["sent"] = n
         return summary
 
 
