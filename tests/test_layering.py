@@ -74,7 +74,7 @@ def _under(name: str, pkg: str) -> bool:
     return name == pkg or name.startswith(pkg + ".")
 
 
-CLI = ("uet.cli", "uet.cliargs")
+CLI = ("uet.cli", "uet.cliargs", "uet.cliopts")
 RULES = [  # (these modules, never reach these)
     ("uet.io", ("uet.sim",)),
     ("uet.fabric", ("uet.sim",)),

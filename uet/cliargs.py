@@ -75,6 +75,65 @@ def parse_and_run(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
     return int(run(args))
 
 
+# --- replay lines -------------------------------------------------------------------------------
+
+def unparsed_by(fmt: Callable[[Any], str]
+                ) -> Callable[[Callable[[str], Any]], Callable[[str], Any]]:
+    """Mark an argument type with the inverse of what it parses (``fmt(parse(s))`` parses to the
+    same value), for :func:`replay_words`; a type without one is written ``str`` (a float as
+    :func:`number_word`, which every number type here reads back exactly)."""
+
+    def mark(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+        parse.unparse = fmt  # type: ignore[attr-defined]
+        return parse
+
+    return mark
+
+
+def number_word(v: float) -> str:
+    """A float as a command line word that parses back to exactly it: ``50`` for 50.0, else the
+    shortest repr (``0.002``)."""
+    return str(int(v)) if v.is_integer() and abs(v) < 1e16 else repr(v)
+
+
+def _word(action: argparse.Action, value: Any) -> str:
+    fmt = getattr(action.type, "unparse", None)
+    if fmt is not None:
+        return fmt(value)
+    return number_word(value) if isinstance(value, float) else str(value)
+
+
+def replay_words(parser: argparse.ArgumentParser, args: argparse.Namespace, *,
+                 leave_out: Sequence[str] = (), always: Sequence[str] = ("seed",)) -> list[str]:
+    """The options of ``args`` that differ from ``parser``'s defaults, in the parser's order, as
+    the words of a command line that parses back to the same values (the "replay with:" line of
+    ``uet sim`` and ``uet demo``). ``leave_out`` names the dests that do not change the run (its
+    outputs: ``--json``, ``--pcap``); ``always`` the dests written even at their default (the
+    seed: a replay line names it, design.md "Contracts"). The namespace is read as the command
+    leaves it: a default the command resolved (``--mtu`` from the route, ``--paths`` from
+    ``--topology``) is written out, so that the replay does not depend on resolving it again the
+    same way."""
+    words: list[str] = []
+    for a in parser._actions:
+        if (not a.option_strings or a.dest in leave_out or a.default == argparse.SUPPRESS
+                or not hasattr(args, a.dest)):
+            continue  # positionals (none in sim and demo), --help, --version
+        value = getattr(args, a.dest)
+        if value == a.default and a.dest not in always:
+            continue
+        flag = next((o for o in a.option_strings if o.startswith("--")), a.option_strings[0])
+        if isinstance(a, argparse.BooleanOptionalAction):
+            words.append(flag if value else "--no-" + flag[2:])
+        elif a.nargs == 0:  # store_true, store_false, store_const: a value not the default
+            words.append(flag)
+        elif isinstance(a, argparse._AppendAction):
+            for item in value:
+                words += [flag, _word(a, item)]
+        elif value is not None:
+            words += [flag, _word(a, value)]
+    return words
+
+
 def run_alone(prog: str, add_arguments: Callable[[argparse.ArgumentParser], None],
               run: Callable[[argparse.Namespace], int], argv: Sequence[str] | None, *,
               description: str | None = None, raw: bool = True) -> int:
@@ -260,18 +319,36 @@ def fraction(s: str) -> float:
     return v
 
 
+def _path_and(s: str, sep: str, convert: Callable[[str], float], ok: Callable[[float], bool],
+              what: str) -> tuple[int, float]:
+    """``I<sep>VALUE``: a path number (below MAX_PATHS) and a finite value that ``ok`` takes."""
+    try:
+        i, v = s.split(sep, 1)
+        path, value = int(i), convert(v)
+    except ValueError:
+        raise _bad(s, what) from None
+    if not (0 <= path < MAX_PATHS and math.isfinite(value) and ok(value)):
+        raise _bad(s, what)
+    return path, value
+
+
+@unparsed_by(lambda v: f"{v[0]}@{number_word(v[1])}")
 def fail_spec(s: str) -> tuple[int, float]:
     """``I@T``: path I fails T microseconds after the start (``1@50``, ``1@250ms``); that I is
     below ``--paths`` is checked after parsing (:func:`check_fail_paths`)."""
-    what = "expected PATH@TIME, a path number and a time from the start, e.g. 1@50 (µs) or 1@250ms"
-    try:
-        i, t = s.split("@", 1)
-        path, at = int(i), micros(t)
-    except ValueError:
-        raise _bad(s, what) from None
-    if not (0 <= path < MAX_PATHS and math.isfinite(at) and 0.0 <= at <= MAX_US):
-        raise _bad(s, what)
-    return path, at
+    return _path_and(s, "@", micros, lambda at: 0.0 <= at <= MAX_US,
+                     "expected PATH@TIME, a path number and a time from the start, e.g. 1@50 (µs) "
+                     "or 1@250ms")
+
+
+@unparsed_by(lambda v: f"{v[0]}:{number_word(v[1])}")
+def degrade_path_spec(s: str) -> tuple[int, float]:
+    """``I:F``: path I runs at fraction F (above 0, at most 1) of the rate (``--degrade-path
+    3:0.25``); that I is below ``--paths`` is checked after parsing
+    (:func:`uet.fabric.command.check_degrade`)."""
+    return _path_and(s, ":", float, lambda f: 0.0 < f <= 1.0,
+                     "expected PATH:FRACTION, a path number and the fraction of its rate left, "
+                     "e.g. 3:0.25")
 
 
 # --- payload per packet and SES headers (uet-facts A.1) ------------------------------------------

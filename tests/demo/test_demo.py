@@ -274,15 +274,20 @@ def test_no_fabric_refuses_impairments(capsys):
 
 
 def test_takes_uet_sims_options():
-    """Every transfer and impairment option of ``uet sim`` is an option of ``uet demo``."""
+    """Every transfer, path-model, congestion and TSS option of ``uet sim`` is an option of ``uet
+    demo`` (the simulator's SES modes and operations aside), declared once (uet.cliopts)."""
     from uet.sim.command import add_arguments as sim_arguments
 
     sim, dem = argparse.ArgumentParser(), argparse.ArgumentParser()
     sim_arguments(sim)
     add_arguments(dem)
-    sim_opts = {o for a in sim._actions for o in a.option_strings} - {"-h", "--help", "--trace"}
+    shared = {g.title for g in dem._action_groups} - {"positional arguments", "options"}
+    assert {"transfer", "path model and impairments", "congestion control and multipath"} <= shared
+    sim_opts = {o for g in sim._action_groups if g.title in shared
+                for a in g._group_actions for o in a.option_strings} - {"--op"}
     dem_opts = {o for a in dem._actions for o in a.option_strings}
-    assert sim_opts <= dem_opts
+    assert "--rtt" in sim_opts and "--tss" in sim_opts and sim_opts <= dem_opts
+    assert {"--seed", "--json", "--pcap"} <= dem_opts
     assert {"--no-fabric", "--capture", "--timeout"} <= dem_opts
     a = dem.parse_args(["--fail-path", "1@50ms", "--pcap", "f.pcap", "--bytes", "2m"])
     assert a.fail_path == [(1, 50000.0)] and a.capture == "f.pcap" and a.bytes == 2 * MIB

@@ -41,7 +41,7 @@ def test_paths_topology_refuses_them(capsys):
 
 def test_replay_keeps_the_choices():
     p = argparse.ArgumentParser()
-    add_arguments(p, ses=True)
+    add_arguments(p)
     args = p.parse_args(["--topology", "leafspine:2,2,2", "--ecn-point", "enqueue",
                          "--trim-victim", "arriving"])
     check_topology(args)

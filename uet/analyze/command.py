@@ -22,12 +22,9 @@ import sys
 from typing import Any
 
 from .. import UET_UDP_PORT, cliargs
-from ..capture.keys import capture_key
-from ..capture.pcap import CaptureError
-from .conversation import analyze
-from .intake import read_capture
-from .ladder import find_pdc, parse_spec, svg_ladder, text_ladder
-from .report import to_json, to_text
+from ..capture.keys import add_capture_key, capture_key
+
+# the analysis is imported by the command that runs it: ``register`` runs for every ``uet`` command
 
 PROG = "uet analyze"
 LADDER_WHAT = ("expected a PDC's index in the report (1, 2 ...) or ADDR:PDCID, e.g. 10.0.0.1:17 "
@@ -35,6 +32,8 @@ LADDER_WHAT = ("expected a PDC's index in the report (1, 2 ...) or ADDR:PDCID, e
 
 
 def run(args: argparse.Namespace) -> int:
+    from .ladder import parse_spec
+
     spec = None
     if args.ladder is not None:
         try:
@@ -75,6 +74,12 @@ def _drop(svg) -> None:
 
 
 def _run(args: argparse.Namespace, spec: tuple | None, svg, open_tss: Any = None) -> int:
+    from ..capture.pcap import CaptureError
+    from .conversation import analyze
+    from .intake import read_capture
+    from .ladder import find_pdc, svg_ladder, text_ladder
+    from .report import to_json, to_text
+
     try:
         intake = read_capture(args.file, tuple(args.port) if args.port else None,
                               open_tss=open_tss)
@@ -122,3 +127,41 @@ def _run(args: argparse.Namespace, spec: tuple | None, svg, open_tss: Any = None
             sys.stdout.write("\n" + refprov.text())
     sys.stdout.flush()
     return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``analyze`` to the ``uet`` command's subparsers."""
+    an = subparsers.add_parser("analyze", help="read a capture as a conversation: PDCs, "
+                                               "retransmissions, NACKs, trims, violations; a "
+                                               "ladder diagram",
+                               description="Find the UET frames of a pcap/pcapng capture (every "
+                                           "link type uet decode reads; any UDP port: a payload "
+                                           "that decodes as UET with a verifying CRC trailer, or "
+                                           "that belongs to a PDC so found), group them into PDCs "
+                                           "and report what the capture shows of each. --json "
+                                           "prints one object: totals (frames, pdc_count, "
+                                           "retransmissions, spurious_retransmissions, trimmed, "
+                                           "nacks, violations ...) and pdcs, the list of PDCs (the "
+                                           "count is pdc_count). Exit status 0 whenever the file "
+                                           "could be read, 2 when it cannot.")
+    an.add_argument("file", help="capture file, or - for stdin")
+    an.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    an.add_argument("--port", type=cliargs.port, action="append", metavar="PORT",
+                    help="only these UDP ports carry UET (repeatable; default: found on any port)")
+    an.add_argument("--ladder", metavar="PDC",
+                    help="print a ladder diagram of one PDC: its index in the report (1, 2 ...) "
+                         "or ADDR:PDCID of either end")
+    an.add_argument("--svg", metavar="OUT.svg", help="with --ladder: also write it as SVG")
+    an.add_argument("--refprov", action="store_true",
+                    help="also judge every frame by the UEC reference provider's receive rules "
+                         "(uet-facts A.1, A.3): sent to the UET port (the first --port, default "
+                         "4793), DF and no IP fragments, only the SES headers it parses, the CRC "
+                         "trailer with UDP checksum 0, each answer from its request's EV; "
+                         "docs/interop.md")
+    an.add_argument("--max-payload", type=cliargs.byte_count(1, 65535, "a payload size"),
+                    metavar="N",
+                    help="with --refprov: the fabric's payload per packet (the reference's "
+                         "UET_MAX_PAYLOAD: 1024, 2048, 4096 or 8192); a request carrying more "
+                         "is reported")
+    add_capture_key(an)
+    an.set_defaults(func=run)

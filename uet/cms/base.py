@@ -1,15 +1,19 @@
-"""The congestion-control interface (design.md "Not in the first wave": NSCC/RCCC come later).
+"""The congestion-control interface, which the fixed window (:mod:`uet.cms.fixed`), NSCC (E.1,
+:mod:`uet.cms.nscc`) and RCCC (E.2, :mod:`uet.cms.rccc`) implement; :mod:`uet.cms.choice` builds
+the one a command names (``--cc``).
 
 The PDS calls the ``on_*`` hooks as it learns things and asks :meth:`can_send` before it puts a
 new or retransmitted request on the wire. Every hook takes ``now`` (seconds, the caller's clock);
 an algorithm never reads a clock itself. ``ack`` is the ACK as the PDS read it
-(:class:`uet.pds.packets.Ack`: its flags, CACK, SACK and MPR by name); the NSCC state of ACK_CC
-(``service_time``, ``rcv_cwnd_pend``, ``rcvd_bytes``, uet-facts.md B.8, E.1) joins it when an
-algorithm reads it. The PDS calls every hook of whatever class it is given (no class is treated
-apart): tests/pds/test_interfaces.py records the calls. A class with ``wants_credit`` set is
-receiver-credit paced (RCCC, E.2, :mod:`uet.cms.rccc`): the PDS states its :meth:`credit_target` in
-the CC request form (B.6) or CONTROL CREDIT_REQ (B.12) and hands it the grants of ACK_CC cc_type 1
-(B.8) and CONTROL CREDIT (B.12) through :meth:`on_credit`; for the others both are no-ops.
+(:class:`uet.pds.packets.Ack`: its flags, CACK, SACK and MPR by name, and the NSCC state of an
+ACK_CC with cc_type 0: ``service_time``, ``rcv_cwnd_pend``, ``rcvd_bytes`` ..., uet-facts.md B.8,
+E.3). A CSIG tag the receiver reflected (ACK_CCX ccx_type 14, E.4) reaches :meth:`on_signal`
+before that ACK's other hooks. The PDS calls every hook of whatever class it is given (no class
+is treated apart): tests/pds/test_interfaces.py records the calls. A class with ``wants_credit``
+set is receiver-credit paced (RCCC, E.2, :mod:`uet.cms.rccc`): the PDS states its
+:meth:`credit_target` in the CC request form (B.6) or CONTROL CREDIT_REQ (B.12) and hands it the
+grants of ACK_CC cc_type 1 (B.8) and CONTROL CREDIT (B.12) through :meth:`on_credit`; for the
+others both are no-ops.
 """
 
 from __future__ import annotations

@@ -92,40 +92,18 @@ def through_relay(security: Any) -> Any:
     return dataclasses.replace(security, aad="header", domains=doms)
 
 
+#: what a replay line leaves out: the outputs, which do not change the run
+REPLAY_LEAVES_OUT = ("json", "capture", "progress", "quiet")
+
+
 def replay_command(args: argparse.Namespace) -> str:
-    """The ``uet demo`` command line that repeats this run (same seed, same impairment draws)."""
-    words = ["uet", "demo", "--bytes", str(args.bytes), "--messages", str(args.messages)]
-    if args.mtu is not None:  # resolved by run_command (A.1: the route's)
-        words += ["--mtu", str(args.mtu)]
-    words += ["--paths", str(args.paths)]
-    if args.fabric:
-        words += ["--rate", repr(args.rate), "--rtt", repr(args.rtt)]
-        for name in ("loss", "trim", "reorder", "dup", "corrupt"):
-            words += [f"--{name}", repr(getattr(args, name))]
-        for i, t in args.fail_path:
-            words += ["--fail-path", f"{i}@{t:g}"]
-        for i, f in args.degrade_path:
-            words += ["--degrade-path", f"{i}:{f!r}"]
-        if args.csig:
-            words += ["--csig", args.csig]
-    else:
-        words.append("--no-fabric")
-    if args.encap != "udp":
-        words += ["--encap", args.encap, "--ip-proto", str(args.ip_proto)]
-    words += ["--mode", args.mode, "--spray", args.spray, "--cc", args.cc]
-    if args.ses_header != "auto":
-        words += ["--ses-header", args.ses_header]
-    if args.entropies:
-        words += ["--entropies", str(args.entropies)]
-    if args.window:
-        words += ["--window", str(args.window)]
-    if args.host != "127.0.0.1":
-        words += ["--host", args.host]
-    if args.tss or args.sd_key:
-        words += ["--tss", "--sdi", str(args.sdi), "--tss-mode", args.tss_mode, "--tss-aad",
-                  args.tss_aad] + (["--sd-key", args.sd_key] if args.sd_key else [])
-    words += ["--timeout", f"{args.timeout:g}", "--seed", str(args.seed)]
-    return shlex.join(words)
+    """The ``uet demo`` command line that repeats this run (same seed, same impairment draws): the
+    options that differ from their defaults as the run resolved them (``--mtu`` from the route,
+    ``--loss``, ``--trim`` and ``--rate`` from the fabric's presence), from the parser itself
+    (uet.cliargs.replay_words)."""
+    p = cliargs.Parser(prog="uet demo")
+    add_arguments(p)
+    return shlex.join(["uet", "demo", *cliargs.replay_words(p, args, leave_out=REPLAY_LEAVES_OUT)])
 
 
 # --- stderr: progress bar and per-path table --------------------------------------------------

@@ -1,13 +1,12 @@
-"""``uet demo``'s options: ``uet sim``'s transfer and impairment options, taken from
-:func:`uet.sim.command.add_arguments` (so the two commands never drift apart), with the demo's
+"""``uet demo``'s options: the transfer, path-model and congestion options it shares with ``uet
+sim`` and the live commands (:mod:`uet.cliopts`: the same names, types and units), with the demo's
 defaults, plus the options only a live run has.
 
-How the sim's definitions are reused without editing :mod:`uet.sim`: ``add_arguments`` is run
-against a recorder that keeps each ``add_argument`` call; the calls are then replayed on the demo's
-parser with a few keyword arguments changed (defaults, help text, and types where a live run
-differs: ``--rtt 0`` is a fabric without added delay, ``--entropies`` counts sockets). Options the
-demo does not support live (``--trace``) are left out; ``--pcap`` becomes ``--capture`` (``--pcap``
-still works).
+The shared options differ from ``uet sim``'s where a live run differs (C1-C3 of uet.cliopts):
+``--rtt 0`` is a fabric without added delay, ``--mtu`` is at least 256 and its default comes from
+the route, ``--entropies`` counts sockets. ``--rate``, ``--loss`` and ``--trim`` default to None
+and :func:`resolve` fills them once it knows whether there is a fabric. ``uet sim``'s ``--trace``
+has no live counterpart; its ``--pcap`` is ``--capture`` here (``--pcap`` still works).
 
 What only a live run adds beyond ``uet sim``'s paths:N options: ``--cc`` (fixed, nscc, rccc:
 uet.cms.choice), ``--spray`` with every kind of :data:`uet.multipath.SELECTOR_KINDS`, ``--csig``
@@ -26,12 +25,9 @@ loopback defaults (documented in :mod:`uet.demo.run`).
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from .. import cliargs
-from ..cms.choice import CC_NAMES
-from ..fabric.command import add_csig_arguments, add_degrade_argument
-from ..multipath.spray import SELECTOR_KINDS
+from .. import cliargs, cliopts
+from ..tss.options import add_tss_arguments
 
 DEFAULT_BYTES = 16 << 20
 # A default run shows every mechanism: mild random loss and trimming, and a per-path rate low
@@ -45,89 +41,29 @@ DEFAULT_RATE_GBPS = 0.25
 DEFAULT_TIMEOUT = 60.0
 IMPAIRMENTS = ("loss", "trim", "reorder", "dup", "corrupt")
 
-# what the demo changes in the sim's definitions (by dest); None = leave the option out
-_OVERRIDES: dict[str, dict[str, Any] | None] = {
-    "bytes": {"default": DEFAULT_BYTES,
-              "help": f"bytes to transfer, at most 4GiB (default {DEFAULT_BYTES >> 20}MiB; k/m/g "
-                      "suffixes)"},
-    "rtt": {"type": cliargs.delay_us,
-            "help": "base round-trip time of each fabric path in microseconds, 0 or more "
-                    "(default 10)"},
-    "rate": {"default": None,
-             "help": f"rate of each fabric path in Gb/s (default {DEFAULT_RATE_GBPS:g}: the "
-                     "window's bursts queue and get CE marks)"},
-    "loss": {"default": None,
-             "help": f"random loss per packet per path (default {DEFAULT_LOSS}; 0 with --no-fabric)"},
-    "trim": {"default": None,
-             "help": f"fraction of data packets trimmed (default {DEFAULT_TRIM}; 0 with --no-fabric)"},
-    "reorder": {"help": "fraction of packets delayed by up to max(RTT, 2 ms) (the relay's timers "
-                        "resolve to about 1 ms)"},
-    "fail_path": {"help": "path I fails T microseconds after the fabric starts (us/ms/s suffix "
-                          "allowed, e.g. 1@50ms; repeatable)"},
-    "entropies": {"default": None, "type": cliargs.sockets,
-                  "help": "entropy values (sender UDP source ports) to spray over (default: one "
-                          "per path; with the fabric, entropy k is chosen to hash onto path k mod "
-                          "paths)"},
-    "window": {"help": "fixed send window in bytes (default: the live endpoint's, 1MiB)"},
-    "mtu": {"type": cliargs.payload_mtu, "default": None, "metavar": "N",
-            "help": cliargs.MTU_HELP.format(where="the MTU of the interface the route to --host "
-                                                  "uses (loopback: 8192)")},
-    "spray": {"choices": SELECTOR_KINDS,
-              "help": "entropy selection over the sender's entropy ports: rr (round-robin, the "
-                      "default), random, single (one port), reps (REPS, E.5) or oblivious (every "
-                      "port once per round, E.6)"},
-    "json": {"help": "print exactly one JSON object on stdout (tables and progress go to stderr)"},
-    "pcap": None,   # replaced by --capture below
-    "trace": None,  # a ladder of events is a simulator feature
-}
-
-
-class _Recorder:
-    """Stands in for an ArgumentParser: keeps the ``add_argument`` calls."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[tuple, dict]] = []
-
-    def add_argument(self, *names: str, **kw: Any) -> None:
-        self.calls.append((names, kw))
-
-    def add_argument_group(self, *args: Any, **kw: Any) -> "_Recorder":
-        return self  # the demo lists the options without their groups
-
-
-def _dest(names: tuple, kw: dict) -> str:
-    if "dest" in kw:
-        return kw["dest"]
-    longs = [n for n in names if n.startswith("--")]
-    return (longs[0] if longs else names[0]).lstrip("-").replace("-", "_")
-
-
-def sim_arguments() -> list[tuple[tuple, dict]]:
-    """``uet sim``'s option definitions as (names, keyword arguments) pairs."""
-    from ..sim.command import add_arguments
-
-    rec = _Recorder()
-    add_arguments(rec)  # type: ignore[arg-type]
-    return rec.calls
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add ``uet demo``'s options to ``p``."""
-    for names, kw in sim_arguments():
-        dest = _dest(names, kw)
-        if dest in _OVERRIDES and _OVERRIDES[dest] is None:
-            continue
-        kw = dict(kw, **(_OVERRIDES.get(dest) or {}))
-        p.add_argument(*names, **kw)
-    p.add_argument("--cc", choices=CC_NAMES, default="fixed",
-                   help="congestion control: fixed (the --window, the default), nscc (E.1) or "
-                        "rccc (E.2, receiver credit); nscc and rccc take the rate of all paths "
-                        "(--rate x --paths, less --degrade-path) and --rtt, at least 1000 us (a "
-                        "live round trip's own cost); with --no-fabric 10 Gb/s and 1000 us")
-    add_degrade_argument(p)
-    add_csig_arguments(p, what="the fabric stamps a 4-byte tag ahead of every datagram it "
-                               "forwards, the receiver reflects it and the sender's --spray "
-                               "policy avoids paths it shows clearly worse")
+    cliopts.add_transfer_options(p, data=DEFAULT_BYTES,
+                                 mtu_where="the MTU of the interface the route to --host uses")
+    cliopts.add_path_model_options(
+        p, rate=None, loss=None, trim=None, degrade=True,
+        later={"rate": f"{DEFAULT_RATE_GBPS:g}: the window's bursts queue and get CE marks",
+               "loss": f"{DEFAULT_LOSS}; 0 with --no-fabric",
+               "trim": f"{DEFAULT_TRIM}; 0 with --no-fabric"})
+    cliopts.add_cc_options(p, cc_says="; nscc and rccc take the rate of all paths (--rate x "
+                                      "--paths, less --degrade-path) and --rtt, at least 1000 us "
+                                      "(a live round trip's own cost); with --no-fabric 10 Gb/s "
+                                      "and 1000 us; default fixed",
+                           entropies="sockets",
+                           csig_what="the fabric stamps a 4-byte tag ahead of every datagram it "
+                                     "forwards, the receiver reflects it and the sender's --spray "
+                                     "policy avoids paths it shows clearly worse")
+    add_tss_arguments(p, own_key=True)
+    cliopts.add_seed_argument(p)
+    p.add_argument("--json", action="store_true",
+                   help="print exactly one JSON object on stdout (tables and progress go to "
+                        "stderr)")
     p.add_argument("--no-fabric", dest="fabric", action="store_false",
                    help="no relay: the sender sends straight to the receiver over its entropy "
                         "ports (no impairments; the figure to compare with other transports)")
@@ -142,8 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "IPv6 and needs ::2 and ::3: ip -6 addr add ::2/128 dev lo)")
     p.add_argument("--timeout", type=cliargs.timeout, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"give up (and report failure) after S seconds (default {DEFAULT_TIMEOUT:g})")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
+    cliopts.add_progress_argument(p)
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no per-path table or summary on stderr (errors and the replay line still)")
 

@@ -63,26 +63,11 @@ from typing import IO, Any, Sequence, TextIO
 
 import trio
 
-from .. import cliargs
-from ..cliargs import fail_spec, fraction, hostport, size
-from ..cms.csig import TYPE_BY_NAME
+from .. import cliargs, cliopts
+from ..cliargs import hostport, size
 from ..net.topology import TopologyError, parse_topology
 from .paths import CSIG_INTERVAL_US, FabricConfig
 from .relay import open_fabric
-
-
-def degrade_path_spec(s: str) -> tuple[int, float]:
-    """``I:F``: path I runs at fraction F (above 0, at most 1) of the rate (``--degrade-path
-    3:0.25``); that I is below ``--paths`` is checked after parsing (:func:`check_degrade`)."""
-    what = "expected PATH:FRACTION, a path number and the fraction of its rate left, e.g. 3:0.25"
-    try:
-        i, f = s.split(":", 1)
-        path, frac = int(i), float(f)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s or repr(s)}: {what}") from None
-    if not (0 <= path < cliargs.MAX_PATHS and 0.0 < frac <= 1.0):
-        raise argparse.ArgumentTypeError(f"{s}: {what}")
-    return path, frac
 
 
 def topology_arg(s: str) -> str:
@@ -110,36 +95,6 @@ def check_degrade(args: argparse.Namespace) -> None:
                                      f"(--paths {args.paths} numbers them 0 to {args.paths - 1})")
 
 
-def add_csig_arguments(p: argparse.ArgumentParser, *, what: str) -> None:
-    """``--csig TYPE`` (``what`` says what it does for this command)."""
-    p.add_argument("--csig", choices=sorted(TYPE_BY_NAME), default=None, metavar="TYPE",
-                   help="CSIG-style signalling (uet-facts E.4), a signal type: abw, abw/c, delay "
-                        "or nqd (default off); " + what)
-
-
-def add_degrade_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--degrade-path", type=degrade_path_spec, action="append", default=[],
-                   metavar="I:F", help="path I runs at fraction F of --rate, e.g. 3:0.25 "
-                                       "(repeatable)")
-
-
-def add_model_arguments(p: argparse.ArgumentParser) -> None:
-    """The path-model options, named as ``uet sim`` names them (for ``uet fabric`` and reuse)."""
-    p.add_argument("--paths", type=cliargs.paths, default=4, help="parallel paths (default 4)")
-    p.add_argument("--rate", type=cliargs.rate, default=100.0, help="rate of each path in Gb/s (default 100)")
-    p.add_argument("--rtt", type=cliargs.delay_us, default=10.0,
-                   help="base round-trip time in microseconds; one-way delay rtt/2 (default 10)")
-    p.add_argument("--loss", type=fraction, default=0.0, help="random loss per packet per path")
-    p.add_argument("--trim", type=fraction, default=0.0, help="fraction of data packets trimmed")
-    p.add_argument("--reorder", type=fraction, default=0.0,
-                   help="fraction of packets delayed by up to --reorder-delay")
-    p.add_argument("--dup", type=fraction, default=0.0, help="fraction of packets duplicated")
-    p.add_argument("--corrupt", type=fraction, default=0.0, help="fraction of packets with a flipped bit")
-    p.add_argument("--fail-path", type=fail_spec, action="append", default=[], metavar="I@T",
-                   help="path I fails at T microseconds after start (us/ms/s suffix allowed; repeatable)")
-    p.add_argument("--seed", type=cliargs.seed, default=1, help="0 to 2^63-1 (default 1)")
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--listen", type=lambda t: hostport(t, 0), default=None, metavar="ADDR",
                    help="front address senders send to, at the UET port (default: the first free "
@@ -147,7 +102,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "given, must be --to's")
     p.add_argument("--to", type=cliargs.peer, required=True, metavar="ADDR:PORT",
                    help="the receiver's address and the UET port (default 4793)")
-    add_model_arguments(p)
+    cliopts.add_path_model_options(p, degrade=True)
+    cliopts.add_seed_argument(p)
     p.add_argument("--topology", type=topology_arg, default=None, metavar="SPEC",
                    help="paths:N (as --paths N), or leafspine:HOSTS_PER_TOR,TORS,SPINES or "
                         "fattree:K as uet sim --topology: the relay's paths are the routes "
@@ -175,10 +131,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "provider's are 1024, 2048, 4096 and 8192); longer datagrams are dropped "
                         "and counted too_big (default: what fits the MTU of the route to --to, "
                         "8192 on loopback)")
-    add_degrade_argument(p)
     cliargs.add_encap_arguments(p)  # ip: uet.fabric.iprelay
-    add_csig_arguments(p, what="each path measures and every datagram sent to an endpoint "
-                               "starts with the 4-byte tag (the endpoints need --csig too)")
+    cliopts.add_csig_argument(p, what="each path measures and every datagram sent to an "
+                                      "endpoint starts with the 4-byte tag (the endpoints need "
+                                      "--csig too)")
     p.add_argument("--csig-interval", type=cliargs.real(0.0, cliargs.MAX_US, "a positive time "
                    "in microseconds, e.g. 1000", open_lo=True), default=CSIG_INTERVAL_US,
                    metavar="US", help="time constant of the utilisation ABW and ABW/C measure, "

@@ -80,11 +80,9 @@ import sys
 import time
 from typing import Any, BinaryIO, Iterator, Sequence, TextIO
 
-from .. import UET_UDP_PORT, cliargs
+from .. import UET_UDP_PORT, cliargs, cliopts
 from ..cliargs import hostport
-from ..cms.choice import CC_NAMES
 from ..cms.csig import TYPE_BY_NAME
-from ..multipath.spray import SELECTOR_KINDS
 from ..payload import seeded_chunks
 from ..tss.options import add_tss_arguments, security_from_args, summary as tss_summary
 from . import LIVE_CC_RATE_GBPS, LIVE_CC_RTT_US
@@ -141,23 +139,14 @@ class _Progress:
 # congestion control, spraying, CSIG (both commands)
 # ------------------------------------------------------------------------------------------------
 
-def add_cc_arguments(p: argparse.ArgumentParser, *, spray_default: str) -> None:
-    p.add_argument("--cc", choices=CC_NAMES, default="fixed",
-                   help="congestion control: fixed (the window, default), nscc (E.1) or rccc "
-                        "(E.2, receiver credit: give it to both ends)")
-    p.add_argument("--cc-rate", type=cliargs.rate, default=LIVE_CC_RATE_GBPS, metavar="GBPS",
-                   help="nscc/rccc: the network's rate in Gb/s (default "
-                        f"{LIVE_CC_RATE_GBPS:g}, loopback; through uet fabric its --rate x --paths)")
-    p.add_argument("--cc-rtt", type=cliargs.rtt, default=LIVE_CC_RTT_US, metavar="US",
-                   help="nscc/rccc: the base round-trip time in microseconds (default "
-                        f"{LIVE_CC_RTT_US:g}: what a live round trip costs on loopback)")
-    p.add_argument("--spray", choices=SELECTOR_KINDS, default=spray_default,
-                   help="entropy selection over the entropy ports: rr, random, single, reps "
-                        f"(E.5) or oblivious (E.6); default {spray_default}")
-    p.add_argument("--csig", choices=sorted(TYPE_BY_NAME), default=None, metavar="TYPE",
-                   help="CSIG (E.4): abw, abw/c, delay or nqd; strip the tags uet fabric --csig "
-                        "puts ahead of each datagram, reflect them (receiver), use the "
-                        "reflections (sender); default off (tags are stripped and ignored)")
+def add_cc_arguments(p: argparse.ArgumentParser) -> None:
+    """The congestion options of both commands (uet.cliopts), for a network of ``--cc-rate`` and
+    ``--cc-rtt``: the endpoint has no fabric to read them from."""
+    cliopts.add_cc_options(p, cc_says="; default fixed",
+                           network=(LIVE_CC_RATE_GBPS, LIVE_CC_RTT_US),
+                           csig_what="strip the tags uet fabric --csig puts ahead of each "
+                                     "datagram, reflect them (receiver), use the reflections "
+                                     "(sender); without it the tags are stripped and ignored")
 
 
 def cc_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -209,9 +198,8 @@ def add_recv_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="no per-message lines")
     add_tss_arguments(p)
     cliargs.add_encap_arguments(p)
-    p.add_argument("--seed", type=cliargs.seed, default=None,
-                   help="seed of the PDS core, 0 to 2^63-1 (default random)")
-    add_cc_arguments(p, spray_default="rr")
+    cliopts.add_seed_argument(p, default=None, of="the PDS core")
+    add_cc_arguments(p)
 
 
 def _open_out(args: argparse.Namespace) -> BinaryIO | None:
@@ -378,11 +366,8 @@ def add_send_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"the receiver and the UET port (default {UET_UDP_PORT}), which this "
                         "sender receives on too, at its own address (A.1)")
     p.add_argument("file", nargs="?", help="file to send (- for stdin)")
-    p.add_argument("--bytes", type=cliargs.size, default=None, metavar="N",
-                   help="send N seeded pseudo-random bytes instead of a file (k/m/g suffixes)")
     p.add_argument("--paths", type=cliargs.sockets, default=8, metavar="N",
                    help="entropy values, i.e. UDP source ports to spray over (default 8)")
-    p.add_argument("--mode", choices=("rud", "rod"), default="rud", help="delivery mode (C.8)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--timeout", type=cliargs.timeout, default=None, metavar="S",
                    help="give up after S seconds (exit status 3)")
@@ -396,16 +381,13 @@ def add_send_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--uet-port", type=cliargs.port, default=None, metavar="N",
                    help="the UET port, if not the one --to names")
     p.add_argument("--job", type=cliargs.job, default=0, help="SES job id (default 0)")
-    p.add_argument("--window", type=cliargs.window, default=None, help="send window in bytes")
-    cliargs.add_mtu_argument(p, where="the MTU of the interface the route to --to uses")
-    cliargs.add_ses_header_argument(p)
-    add_cc_arguments(p, spray_default="rr")
+    cliopts.add_transfer_options(p, data=None, messages=False,
+                                 mtu_where="the MTU of the interface the route to --to uses")
+    add_cc_arguments(p)
     add_tss_arguments(p)
     cliargs.add_encap_arguments(p)
-    p.add_argument("--seed", type=cliargs.seed, default=1,
-                   help="seed of the --bytes data, 0 to 2^63-1 (default 1)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
+    cliopts.add_seed_argument(p, of="the --bytes data")
+    cliopts.add_progress_argument(p)
 
 
 def _jsonable(stats: dict) -> dict:

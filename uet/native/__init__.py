@@ -1,4 +1,5 @@
-"""uet.native: the per-packet hot path (CRC-32C, RoCEv2 ICRC, reassembly, PSN window).
+"""uet.native: the per-packet hot path in C with a Python twin: CRC-32C, RoCEv2 ICRC, reassembly and
+the PSN window here; batched sockets, the receive lane and the request builder in its submodules.
 
 Two interchangeable backends with identical behaviour:
 
@@ -21,8 +22,9 @@ twin for details):
 
 Batched UDP receive and send (``recvmmsg`` / ``sendmmsg`` in C, the per-datagram loop as the
 twin) live in :mod:`uet.native.sockbatch` (``BATCH_BACKEND``). The C data path of issue 15:
-:mod:`uet.native.rxlane` (a middle packet of a SEND on an open RUD PDC, received in one call,
-read in place from a ``recvmmsg`` area by the live engine; its twin is the Python fast path of
+:mod:`uet.native.rxlane` (a middle packet of a SEND or TAGGED_SEND on an open RUD PDC, received
+in one call, read in place from a ``recvmmsg`` area by the live engine, and where the PDC's ACK
+is a plain ACK_CC the ACK it answers with, trailer included; its twin is the Python fast path of
 uet.pds and uet.ses) and :mod:`uet.native.txbuild` (the datagrams of a run of new requests built
 in one call; its twin the per-packet Python).
 """

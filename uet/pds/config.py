@@ -1,5 +1,7 @@
-"""PDS configuration (every default names its uet-facts.md row or says it is the project's
-choice) and the per-datagram metadata the core exchanges with its caller."""
+"""PDS configuration: :class:`PdsConfig`, every default naming its uet-facts.md row or saying it
+is the project's choice, and the congestion control and entropy selector it builds by default
+(the fixed window, :func:`uet.multipath.make_selector`). The per-datagram metadata the core
+exchanges with its caller is :mod:`uet.pds.datagram`'s."""
 
 from __future__ import annotations
 

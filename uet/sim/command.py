@@ -24,11 +24,7 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .. import cliargs
-from ..cliargs import fail_spec, fraction
-from ..cms.choice import CC_NAMES
-from ..cms.csig import TYPE_BY_NAME
-from ..multipath import SELECTOR_KINDS
+from .. import cliargs, cliopts
 from ..net.ecn import ECN_POINT, ECN_POINTS, TRIM_VICTIM, TRIM_VICTIMS
 from ..net.topology import LinkError, TopologyError, parse_topology
 from .traffic import TrafficError, parse_traffic
@@ -51,11 +47,28 @@ SWITCHED_ONLY = {"traffic": None, "link_delay": None, "buffer": None, "ecn_ramp"
                  "trim_victim": TRIM_VICTIM}
 
 
+@cliargs.unparsed_by(lambda v: f"{v[0]}:{','.join(map(str, v[1]))}")
 def topology_spec(s: str) -> tuple[str, tuple[int, ...]]:
     try:
         return parse_topology(s.strip())
     except TopologyError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _unparse_traffic(v: tuple[str, Any]) -> str:
+    kind, arg = v
+    if kind == "incast":
+        return f"incast:{arg}"
+    if kind == "matrix":  # a file named as a pattern is ./NAME (parse_traffic takes patterns first)
+        named = arg in ("permutation", "all-to-all") or arg.split(":")[0] == "incast"
+        return f"./{arg}" if named else arg
+    return kind
+
+
+@cliargs.unparsed_by(_unparse_traffic)
+def traffic_spec(s: str) -> tuple[str, Any]:
+    """``--traffic``: :func:`uet.sim.traffic.parse_traffic`."""
+    return parse_traffic(s)
 
 
 def _link(s: str, sep: str, what: str, convert: Callable[[str], float],
@@ -73,17 +86,20 @@ def _link(s: str, sep: str, what: str, convert: Callable[[str], float],
     return a, b, v
 
 
+@cliargs.unparsed_by(lambda v: f"{v[0]}-{v[1]}:{cliargs.number_word(v[2])}")
 def degrade_spec(s: str) -> tuple[str, str, float]:
     return _link(s, ":", "expected LINK:FRACTION, a link by its two ends and the fraction of its "
                  "rate left, e.g. a0-c0:0.25", float, lambda f: 0.0 < f <= 1.0)
 
 
+@cliargs.unparsed_by(lambda v: f"{v[0]}-{v[1]}@{cliargs.number_word(v[2])}")
 def fail_link_spec(s: str) -> tuple[str, str, float]:
     return _link(s, "@", "expected LINK@TIME, a link by its two ends and when it fails, e.g. "
                  "e0-a1@100 (µs) or e0-a1@1ms", cliargs.micros,
                  lambda t: 0.0 <= t <= cliargs.MAX_US)
 
 
+@cliargs.unparsed_by(lambda v: ",".join(map(cliargs.number_word, v)))
 def ecn_ramp(s: str) -> tuple[float, float]:
     what = "expected LO,HI, the queue fractions where ECN marking starts and where it marks all, e.g. 0.2,0.8"
     try:
@@ -95,92 +111,64 @@ def ecn_ramp(s: str) -> tuple[float, float]:
     return lo, hi
 
 
-def add_arguments(p: argparse.ArgumentParser, *, ses: bool = False) -> None:
-    """The transfer and impairment options; ``ses`` adds what only the simulator runs (``--op``,
-    ``--mode rudi|uud``). Without it the options are the ones ``uet demo`` reuses (uet.demo.options),
-    which carries plain RUD/ROD messages only."""
-    p.add_argument("--bytes", type=cliargs.held_size, default=4 << 20,
-                   help="bytes to transfer, at most 4GiB (default 4MiB; k/m/g suffixes)")
-    p.add_argument("--messages", type=cliargs.messages, default=1,
-                   help="split the bytes into this many messages (at most one per byte)")
-    p.add_argument("--mtu", type=cliargs.mtu, default=4096,
-                   help=f"payload bytes per packet, at most {cliargs.MAX_MTU} (default 4096: a "
-                        "simulation has no interface to ask; the reference provider's sizes are "
-                        "1024, 2048, 4096 and 8192)")
-    p.add_argument("--paths", type=cliargs.paths, default=None if ses else DEFAULT_PATHS,
-                   help="parallel paths (default 4)")
-    p.add_argument("--rate", type=cliargs.rate, default=100.0, help="rate of each path in Gb/s (default 100)")
-    p.add_argument("--rtt", type=cliargs.rtt, default=10.0, help="base round-trip time in microseconds (default 10)")
-    p.add_argument("--loss", type=fraction, default=0.0, help="random loss per packet per path")
-    p.add_argument("--trim", type=fraction, default=0.0, help="fraction of data packets trimmed")
-    p.add_argument("--reorder", type=fraction, default=0.0, help="fraction of packets delayed by up to one RTT")
-    p.add_argument("--dup", type=fraction, default=0.0, help="fraction of packets duplicated")
-    p.add_argument("--corrupt", type=fraction, default=0.0, help="fraction of packets with a flipped bit")
-    p.add_argument("--fail-path", type=fail_spec, action="append", default=[], metavar="I@T",
-                   help="path I fails at T microseconds (repeatable)")
-    if ses:
-        p.add_argument("--mode", choices=MODES, default="rud",
-                       help="rud, rod (PDCs); rudi (--op write|read), uud (datagrams: --op send)")
-        p.add_argument("--op", choices=OPS, default="send",
-                       help="send: plain PDS messages; tsend/write/read/atomic: SES operations "
-                            "(--messages of them; atomic: that many fetching SUMs), checked by "
-                            "hash or model")
-    else:
-        p.add_argument("--mode", choices=("rud", "rod"), default="rud")
-    kinds = SELECTOR_KINDS if ses else ("rr", "random", "single")
-    p.add_argument("--spray", choices=kinds, default=None if ses else "rr",
-                   help="entropy selection: round-robin, random, one value (ECMP)"
-                        + (", REPS (E.5) or oblivious (every EV once per round); default rr "
-                           "on paths:N, reps on switches" if ses else "; default rr"))
-    p.add_argument("--entropies", type=cliargs.entropies, default=64, help="entropy values to spray over (default 64)")
-    p.add_argument("--window", type=cliargs.window, default=None, help="fixed congestion window in bytes (default 1.5 BDP)")
-    if ses:
-        add_fabric_arguments(p)
-    cliargs.add_ses_header_argument(p)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``uet sim``'s options: the transfer, path-model and congestion options it shares with
+    ``uet demo`` and the live commands (uet.cliopts), the topology, TSS and the outputs."""
+    topo = add_topology_arguments(p)
+    cliopts.add_transfer_options(p, data=4 << 20, ops=OPS,
+                                 ses_modes=tuple(m for m in MODES if m not in ("rud", "rod")))
+    cliopts.add_path_model_options(p, paths=None)
+    cliopts.add_cc_options(p, cc=None, cc_says="; default fixed on paths:N, nscc on switches",
+                           spray=None, spray_says="rr on paths:N, reps on switches",
+                           entropies="values",
+                           csig_what="with leafspine/fattree only: switches stamp the tag, the "
+                                     "receiver reflects it in ACK_CCX (the project's extension), "
+                                     "the sender's paths and NSCC use it")
+    add_fabric_arguments(topo)
     add_tss_arguments(p, own_key=True)
-    p.add_argument("--seed", type=cliargs.seed, default=1, help="0 to 2^63-1 (default 1)")
+    cliopts.add_seed_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--pcap", metavar="FILE", help="write every frame of the run (virtual timestamps)")
     p.add_argument("--trace", action="store_true", help="a ladder of packet events on stderr")
 
 
-def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
-    """The many-host options (uet.sim.fabric) and the congestion control."""
-    p.add_argument("--topology", type=topology_spec, default=None, metavar="SPEC",
+def add_topology_arguments(p: argparse.ArgumentParser) -> Any:
+    """``--topology`` and ``--traffic``, first (a replay line starts with them); returns their
+    group, which :func:`add_fabric_arguments` completes."""
+    g = p.add_argument_group("topology (--traffic and what follows: leafspine and fattree only)")
+    g.add_argument("--topology", type=topology_spec, default=None, metavar="SPEC",
                    help="paths:N (two hosts, N paths: the default, as --paths), "
                         "leafspine:HOSTS_PER_TOR,TORS,SPINES or fattree:K")
-    p.add_argument("--traffic", type=parse_traffic, default=None, metavar="PATTERN",
+    g.add_argument("--traffic", type=traffic_spec, default=None, metavar="PATTERN",
                    help="with leafspine/fattree: incast:N (hosts 1..N to host 0), permutation "
                         "(default), all-to-all, or an htsim connection-matrix file; --bytes per flow")
-    p.add_argument("--cc", choices=CC_NAMES, default=None,
-                   help="congestion control: NSCC (E.1), RCCC (E.2: receiver credit) or the "
-                        "fixed --window; default fixed on paths:N, nscc on switches")
-    p.add_argument("--csig", choices=sorted(TYPE_BY_NAME), default=None, metavar="TYPE",
-                   help="with leafspine/fattree: CSIG-style signalling (E.4: switches stamp a tag "
-                        "of this type, abw, abw/c, delay or nqd; the receiver reflects it in "
-                        "ACK_CCX, the project's extension); the sender's paths and NSCC use it")
-    p.add_argument("--ack-every-packet", action="store_true",
+    return g
+
+
+def add_fabric_arguments(g: Any) -> None:
+    """The many-host options (uet.sim.fabric), on the topology group."""
+    g.add_argument("--ack-every-packet", action="store_true",
                    help="an ACK for every packet (C.9 ENB_ACK_PER_PKT) instead of every 16KiB")
-    p.add_argument("--link-delay", type=cliargs.delay_us, default=None,
+    g.add_argument("--link-delay", type=cliargs.delay_us, default=None,
                    help="one-way delay of every switched link in microseconds (default 1)")
-    p.add_argument("--buffer", type=cliargs.positive_size, default=None,
+    g.add_argument("--buffer", type=cliargs.positive_size, default=None,
                    help="bytes of data queue per switch port (default one BDP of the longest path)")
-    p.add_argument("--ecn-ramp", type=ecn_ramp, default=None, metavar="LO,HI",
+    g.add_argument("--ecn-ramp", type=ecn_ramp, default=None, metavar="LO,HI",
                    help="ECN marking from LO to HI of the buffer (default 0.2,0.8, E.6)")
-    p.add_argument("--ecn-point", choices=ECN_POINTS, default=ECN_POINT,
+    g.add_argument("--ecn-point", choices=ECN_POINTS, default=ECN_POINT,
                    help="where a switch port reads its queue to mark CE (default dequeue, E.6; "
                         "uet.net.ecn N2)")
-    p.add_argument("--trim-victim", choices=TRIM_VICTIMS, default=TRIM_VICTIM,
+    g.add_argument("--trim-victim", choices=TRIM_VICTIMS, default=TRIM_VICTIM,
                    help="which packet a full switch queue trims: either the arriving or the last "
                         "queued one, equal chance (default, E.6), or always the arriving one")
-    p.add_argument("--no-trim", action="store_true",
+    g.add_argument("--no-trim", action="store_true",
                    help="switches drop instead of trimming when a queue is full")
-    p.add_argument("--trim-bytes", type=cliargs.integer(1, 9000, "bytes of UDP payload a trim "
+    g.add_argument("--trim-bytes", type=cliargs.integer(1, 9000, "bytes of UDP payload a trim "
                                                            "keeps, from 1 to 9000, e.g. 256"),
                    default=256, help="UDP payload bytes a trimmed packet keeps (default 256)")
-    p.add_argument("--degrade-link", type=degrade_spec, action="append", default=[],
+    g.add_argument("--degrade-link", type=degrade_spec, action="append", default=[],
                    metavar="A-B:F", help="the link between A and B runs at fraction F of its rate (repeatable)")
-    p.add_argument("--fail-link", type=fail_link_spec, action="append", default=[],
+    g.add_argument("--fail-link", type=fail_link_spec, action="append", default=[],
                    metavar="A-B@T", help="the link between A and B fails at T microseconds (repeatable)")
 
 
@@ -214,7 +202,7 @@ def check_topology(args: argparse.Namespace) -> None:
 def register(subparsers) -> None:
     p = subparsers.add_parser("sim", help="run a transfer through the simulated multipath fabric",
                               description=__doc__)
-    add_arguments(p, ses=True)
+    add_arguments(p)
     p.set_defaults(func=run_command)
 
 
@@ -249,71 +237,24 @@ def fabric_config_from_args(args: argparse.Namespace) -> "FabricSimConfig":
         fail=list(args.fail_link), seed=args.seed, ses_header=args.ses_header)
 
 
+#: what a replay line leaves out: the outputs, which do not change the run
+REPLAY_LEAVES_OUT = ("json", "pcap", "trace")
+
+
 def replay_command(args: argparse.Namespace) -> str:
-    if switched(args):
-        return _replay_switched(args)
-    words = ["uet", "sim", "--bytes", str(args.bytes), "--messages", str(args.messages), "--mtu",
-             str(args.mtu), "--paths", str(args.paths), "--rate", repr(args.rate), "--rtt", repr(args.rtt)]
-    for name in ("loss", "trim", "reorder", "dup", "corrupt"):
-        v = getattr(args, name)
-        if v:
-            words += [f"--{name}", repr(v)]
-    for i, t in args.fail_path:
-        words += ["--fail-path", f"{i}@{t:g}"]
-    words += ["--mode", args.mode]
-    op = getattr(args, "op", "send")
-    if op != "send":
-        words += ["--op", op]
-    words += ["--spray", args.spray or PATHS_DEFAULTS["spray"], "--entropies", str(args.entropies)]
-    if args.ses_header != "auto":
-        words += ["--ses-header", args.ses_header]
-    if getattr(args, "cc", None):
-        words += ["--cc", args.cc]
-    if getattr(args, "ack_every_packet", False):
-        words.append("--ack-every-packet")
-    if args.window:
-        words += ["--window", str(args.window)]
-    if tss_wanted(args):
-        words += ["--tss", "--sdi", str(args.sdi), "--tss-mode", args.tss_mode, "--tss-aad",
-                  args.tss_aad] + (["--sd-key", args.sd_key] if args.sd_key else [])
-    words += ["--seed", str(args.seed)]
-    return shlex.join(words)
+    """The ``uet sim`` command line that repeats this run: the options that differ from their
+    defaults, from the parser itself (uet.cliargs.replay_words)."""
+    p = cliargs.Parser(prog="uet sim")
+    add_arguments(p)
+    return shlex.join(["uet", "sim", *cliargs.replay_words(p, args, leave_out=REPLAY_LEAVES_OUT)])
 
 
-def _replay_switched(args: argparse.Namespace) -> str:
-    cfg = fabric_config_from_args(args)
-    kind, arg = cfg.traffic
-    words = ["uet", "sim", "--topology", cfg.topology, "--traffic",
-             f"incast:{arg}" if kind == "incast" else (arg if kind == "matrix" else kind),
-             "--bytes", str(args.bytes), "--mtu", str(args.mtu), "--mode", args.mode, "--rate",
-             repr(args.rate), "--link-delay", repr(cfg.link_delay_us), "--cc", cfg.cc, "--spray",
-             cfg.spray, "--entropies", str(args.entropies)]
-    if args.window:
-        words += ["--window", str(args.window)]
-    if args.buffer:
-        words += ["--buffer", str(args.buffer)]
-    if args.ecn_ramp:
-        words += ["--ecn-ramp", f"{cfg.ecn_lo!r},{cfg.ecn_hi!r}"]
-    if args.ecn_point != ECN_POINT:
-        words += ["--ecn-point", args.ecn_point]
-    if args.trim_victim != TRIM_VICTIM:
-        words += ["--trim-victim", args.trim_victim]
-    if args.no_trim:
-        words.append("--no-trim")
-    if args.ses_header != "auto":
-        words += ["--ses-header", args.ses_header]
-    if args.trim_bytes != 256:
-        words += ["--trim-bytes", str(args.trim_bytes)]
-    if args.ack_every_packet:
-        words.append("--ack-every-packet")
-    if args.csig:
-        words += ["--csig", args.csig]
-    for a, b, f in args.degrade_link:
-        words += ["--degrade-link", f"{a}-{b}:{f!r}"]
-    for a, b, t in args.fail_link:
-        words += ["--fail-link", f"{a}-{b}@{t:g}"]
-    words += ["--seed", str(args.seed)]
-    return shlex.join(words)
+def check_rtt(args: argparse.Namespace) -> None:
+    """C1 of uet.cliopts: ``--rtt`` parses as 0 or more (the live fabric takes 0), the simulator
+    needs a positive one (its NSCC and RCCC are built for a base RTT, its window is 1.5 BDP)."""
+    if not args.rtt > 0:
+        raise cliargs.UsageError(f"argument --rtt: {args.rtt:g}: the simulator needs a positive "
+                                 "round-trip time in microseconds, e.g. 10")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -321,6 +262,7 @@ def run_command(args: argparse.Namespace) -> int:
     op = getattr(args, "op", "send")
     try:
         check_topology(args)
+        check_rtt(args)
         cliargs.check_transfer(args)
         if switched(args) and args.mode not in ("rud", "rod"):
             raise cliargs.UsageError(f"argument --mode: {args.mode}: flows between many hosts "
@@ -389,5 +331,5 @@ def _fabric_simulator(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return cliargs.run_alone("uet sim", lambda p: add_arguments(p, ses=True), run_command, argv,
+    return cliargs.run_alone("uet sim", add_arguments, run_command, argv,
                              description=__doc__, raw=False)

@@ -15,13 +15,15 @@ from .traffic import Flow
 def jain(values: Sequence[float]) -> float:
     """Jain's fairness index of non-negative ``values``: (sum x)^2 / (n * sum x^2), from 1/n (one
     value holds everything) to 1.0 (all equal). 1.0 for an empty or all-zero list: nothing is
-    shared unfairly."""
+    shared unfairly. The values are scaled by their largest first: squaring subnormal values
+    loses their precision (two equal values of 1.8e-160 gave 1.00007)."""
     n = len(values)
-    squares = math.fsum(x * x for x in values)
-    if n == 0 or squares == 0.0:
+    top = max(values, default=0.0)
+    if n == 0 or top == 0.0:
         return 1.0
-    total = math.fsum(values)
-    return total * total / (n * squares)
+    scaled = [x / top for x in values]
+    total = math.fsum(scaled)
+    return total * total / (n * math.fsum(x * x for x in scaled))
 
 
 def ideal_fct(link_bytes: Mapping[Any, int], rate_bps_of: Callable[[Any], float],
