@@ -56,20 +56,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..wire.enums import (ACK_TYPES, CONTROL_TYPE, CTL_ACK_REQ, CTL_CLOSE, CTL_CLOSE_REQ,
-                          CTL_CREDIT, NACK_TYPES, REQUEST_TYPES, ROD_TYPES)
+                          CTL_CREDIT, NACK_BY_NAME, NACK_TYPES, REQUEST_TRIM_CODES,
+                          REQUEST_TYPES, ROD_TYPES)
+from ..wire.psn import M32, pdiff
 from .intake import Outside, Pkt, code_name
 
-M32 = 0xFFFFFFFF
 MAX_SCAN = 1 << 16        # PSNs of one CACK step checked one by one; a larger jump is a note
 MAX_BIG_STEPS = 64        # CACK jumps remembered for the verdicts; more are not looked at
 MPR_UNIT = 128            # B.8: MPR counts PSNs in units of 128
-TRIM_CODES = ("TRIMMED", "TRIMMED_LASTHOP")   # B.11 0x01, 0x02: answers to a trimmed request
-
-
-def pdiff(a: int, b: int) -> int:
-    """a - b in 32-bit serial arithmetic (C.2)."""
-    d = (a - b) & M32
-    return d - (1 << 32) if d & 0x80000000 else d
 
 
 class Tally:
@@ -462,7 +456,7 @@ class Pdc:
         e.notes.append(f"answers frame {answers}" if answers is not None
                        else "answers no frame in the capture")
         self._learn_target(p, False)
-        if code in TRIM_CODES:
+        if NACK_BY_NAME.get(code) in REQUEST_TRIM_CODES:  # B.11: answers to a trimmed request
             trim = next((t for t in reversed(self.trims)
                          if t["psn"] == psn and t["nack_frame"] is None), None)
             if trim is not None:

@@ -44,10 +44,9 @@ from .. import UET_UDP_PORT
 from ..capture.frame import DecodeConfig, decode_frame
 from ..capture.pcap import CaptureStopped, read_frames
 from ..capture.reassembly import Reassembler
-from ..wire.build import DSCP_TRIMMED
-from ..wire.enums import ACK_TYPES, CONTROL_TYPE, NACK_TYPES, REQUEST_TYPES, nack_name
+from ..wire.enums import (ACK_TYPES, CE, CONTROL_TYPE, DSCP_TRIMMED, NACK_TYPES, REQUEST_TYPES,
+                          nack_name)
 
-CE = 3  # ECN code point 11 (A.2)
 BROKEN_KEEP = 100     # broken frames listed, the first by frame number; the rest are counted
 # waiting for the end of the file, at most (worst cases measured: 1.4 KB a candidate, 24 KB a pair)
 PENDING_MAX = 1 << 14       # candidates

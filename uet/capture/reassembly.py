@@ -48,6 +48,7 @@ from socket import AF_INET, AF_INET6, inet_ntop
 
 from ..wire.build import ipv4_checksum
 from ..wire.codec import codec
+from ..wire.enums import CE
 
 _IPV4, _IPV6 = codec("ipv4"), codec("ipv6")
 
@@ -61,7 +62,6 @@ LOST_KEEP = 100          # never-completed datagrams described in full; the rest
 FRAMES_SHOWN = 32        # frame numbers a line lists before "and N more"
 
 REASSEMBLED = "reassembled from {k} fragments: the sender's datagram exceeded the link MTU"
-CE = 3  # ECN 11
 
 
 @dataclass(frozen=True)

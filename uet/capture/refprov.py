@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .. import UET_UDP_PORT
-from ..wire.enums import ACK_TYPES, CONTROL_TYPE, NACK_TYPES, REQUEST_TYPES, RUDI_REQ, RUDI_RESP
+from ..wire.enums import (ACK_TYPES, CONTROL_TYPE, DSCP_TRIMMED, NACK_TYPES, REQUEST_TYPES,
+                          RUDI_REQ, RUDI_RESP)
 from .frame import IPV6_FRAGMENT, DecodeConfig, decode_frame
 from .reassembly import Reassembler
 
@@ -164,7 +165,7 @@ class _Model:
                 rep.add(Violation(number, "RP4", f"UDP checksum {udp['checksum']:#06x}: the "
                                                  "reference's trailer covers the UDP header as "
                                                  "sent, with checksum 0"))
-            elif crc.get("ok") is not True and obj["ip"]["dscp"] != 11:
+            elif crc.get("ok") is not True and obj["ip"]["dscp"] != DSCP_TRIMMED:
                 rep.add(Violation(number, "RP4", "no verifying CRC-32C trailer"))
         if pds is None:
             return

@@ -30,14 +30,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..wire.enums import NACK_BY_NAME
+from ..wire.enums import NACK_BY_NAME, REQUEST_TRIM_CODES
 from .base import CongestionControl
 from .csig import ABW, ABW_C, DELAY, Scale
 
 NACK_TRIMMED = NACK_BY_NAME["TRIMMED"]                  # B.11 0x01
 NACK_TRIMMED_LASTHOP = NACK_BY_NAME["TRIMMED_LASTHOP"]  # B.11 0x02: also our packet, trimmed
 NACK_RCVR_INFER_LOSS = NACK_BY_NAME["RCVR_INFER_LOSS"]  # B.11 0x1A: the receiver saw a loss
-TRIM_CODES = frozenset({NACK_TRIMMED, NACK_TRIMMED_LASTHOP})
 CC_TYPE_NSCC = 0                 # B.8: cc_type 0 carries the NSCC state
 RCVD_BYTES_MOD = 1 << 24         # B.8: rcvd_bytes is a 24-bit count that wraps
 PEND_MAX = 127                   # B.8: rcv_cwnd_pend is 7 bits
@@ -229,7 +228,7 @@ class Nscc(CongestionControl):
         if code == NACK_RCVR_INFER_LOSS:
             self.on_loss(now, nbytes)
             return
-        if code not in TRIM_CODES:  # choice: resource NACKs say nothing about the network
+        if code not in REQUEST_TRIM_CODES:  # choice: resource NACKs say nothing about the network
             self.counters["nacks_other"] += 1
             return
         self.counters["trims"] += 1

@@ -29,8 +29,8 @@ from typing import Any, Protocol
 
 from ..wire.enums import CONTROL_TYPE, REQUEST_TYPES
 from ..wire.packet import decode_uet
+from ..wire.psn import M32
 
-M32 = 0xFFFFFFFF
 WHY = "a PSN already received is answered with its stored ACK, never a NACK (C.5)"
 
 

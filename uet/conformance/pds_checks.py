@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..wire.enums import CTL_ACK_REQ, CTL_CLOSE, NACK_BY_NAME
+from ..wire.enums import CTL_ACK_REQ, CTL_CLOSE, DSCP_CONTROL, NACK_BY_NAME
+from ..wire.psn import M32
 from .checks import Context, Established, Fail, Skip, registry
 from .peer import (TOS_CONTROL, TOS_TRIMMED, Answer, control, fresh_spdcid, request, rudi_request,
                    send_ses, uud_request)
 
 CHECKS, check = registry("pds")  # the checks in the order they run
 
-M32 = 0xFFFFFFFF
 N = NACK_BY_NAME
 
 
@@ -160,7 +160,7 @@ def answer_dscp(ctx: Context) -> str:
     """ACKs go out with DSCP 46 (EF), as the reference provider sends them."""
     e = ctx.establish()
     dscp = e.ack.tos >> 2
-    if dscp != 46:
+    if dscp != DSCP_CONTROL:
         raise Fail(f"the ACK of a SYN came with DSCP {dscp} (TOS 0x{e.ack.tos:02x}); "
                    "expected 46 (EF, A.2: ACK/NACK/control)")
     return "the ACK of a SYN came with DSCP 46 (EF)"

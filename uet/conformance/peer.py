@@ -42,13 +42,12 @@ from .. import UET_IP_PROTO
 from ..ownaddr import bind_own, route_source
 from ..rawip import raw_socket, recv_raw, tos_cmsg
 from ..wire.build import uet_bytes
+from ..wire.enums import DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0
 from ..wire.ipencap import from_ip_payload, to_ip_payload_as_is
 from ..wire.packet import decode_uet
 from ..wire.trailer import TRAILER_LEN, seal_udp, udp_trailer_ok
 from .ledger import Ledger
 
-DSCP_DATA, DSCP_TRIMMED, DSCP_CONTROL = 0, 11, 46   # A.2, design.md "Defaults"
-ECT0 = 2
 TOS_DATA = DSCP_DATA << 2 | ECT0
 TOS_CONTROL = DSCP_CONTROL << 2
 TOS_TRIMMED = DSCP_TRIMMED << 2 | ECT0

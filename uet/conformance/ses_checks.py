@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..wire.enums import NACK_BY_NAME
+from ..wire.psn import M32
 from .checks import Context, Established, Fail, Skip, registry
 from .peer import Answer, request, send_ses
 
 CHECKS, check = registry("ses")  # the checks in the order they run
 
-M32 = 0xFFFFFFFF
 N = NACK_BY_NAME
 SEND, WRITE, READ, FETCHING_ATOMIC = 0x05, 0x01, 0x02, 0x04
 AMO_SUM, UINT64 = 0x02, 0x07

@@ -69,6 +69,9 @@ class PsnWindow:
         1..2^24.
         """
     @property
+    def handle(self) -> object:
+        """The C window a C receive lane shares (uet.native.rxlane); None in the Python twin."""
+    @property
     def cack(self) -> int:
         """Highest PSN such that it and all PSNs before it were received."""
     @property

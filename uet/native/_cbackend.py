@@ -264,6 +264,11 @@ class PsnWindow:
         self._size = size
 
     @property
+    def handle(self) -> object:
+        """The C window itself, for the C receive lane that shares it (uet.native.rxlane)."""
+        return self._w
+
+    @property
     def cack(self) -> int:
         """Cumulative ACK point: all PSNs up to and including it are received."""
         return _lib.uet_psnwin_cack(self._w)

@@ -392,6 +392,11 @@ class PsnWindow:
         self._got: set[int] = set()  # received PSNs after cack
 
     @property
+    def handle(self) -> None:
+        """The C window a C receive lane shares (uet.native.rxlane): none in this twin."""
+        return None
+
+    @property
     def cack(self) -> int:
         """Cumulative ACK point: all PSNs up to and including it are received."""
         return self._cack

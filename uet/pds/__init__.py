@@ -19,7 +19,7 @@ from .datagram import (CE, DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0, ECT1, NO
 from .endpoint import Endpoint
 from .events import Event, PdcClosed, PdcEstablished
 from .initiator import Initiator
-from .recovery import pdiff
+from ..wire.psn import pdiff
 from .target import Target
 from ..wire.enums import nack_name
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from .. import UET_UDP_PORT
+# A.2: the code points the PDS uses, defined once in uet.wire.enums (re-exported)
+from ..wire.enums import (CE, DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0, ECT1,  # noqa: F401
+                          NOT_ECT)
 from ..wire.trailer import seal_udp, udp_trailer_ok
-
-DSCP_DATA, DSCP_CONTROL, DSCP_TRIMMED = 0, 46, 11  # A.2, design.md "Defaults"
-NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
 
 
 @dataclass(slots=True, eq=True, repr=False)

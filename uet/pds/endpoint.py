@@ -67,6 +67,7 @@ from ..wire.enums import (ACK_TYPES, CONTROL_TYPE, CTL_ACK_REQ, CTL_CLEAR, CTL_C
                           CTL_CREDIT, CTL_CREDIT_REQ,
                           CTL_CLOSE, CTL_CLOSE_REQ, CTL_NOOP, CTL_PROBE, NACK_BY_NAME,
                           NACK_TYPES, REQUEST_TYPES, ROD_REQ, ROD_TYPES, RUD_REQ, nack_name)
+from ..wire.psn import M32, pdiff
 from ..wire.trailer import TRAILER_LEN, UDP_HEADER_LEN
 from ..wire.trailer import address_bytes as _addr, udp_seed
 from .. import native
@@ -75,10 +76,11 @@ from . import events as ev
 from . import fastpath
 from .config import PdsConfig
 from .datagram import CE, DSCP_CONTROL, DSCP_TRIMMED, NOT_ECT, DatagramMeta, seal
-from .initiator import CLOSED, Initiator
+from .initiator import Initiator
 from .packets import (REQUEST_SIZE, ack_bytes, nack_bytes, read_ack, read_control, read_nack,
                       read_request, read_request_fields)
-from .recovery import ACKED, M32, pdiff
+from .recovery import ACKED
+from .states import InitiatorEvent, TargetEvent
 from .target import OPEN, PEND_FROM, Target
 from .signals import Reflector
 from .upper import Accepting, Outgoing, Upper
@@ -488,7 +490,7 @@ class Endpoint:
                 self.send_nack(meta, N["PDC_HDR_MISMATCH"], psn, t.pdcid, spdcid, retx=retx)
                 return None
             if t.state != OPEN and t.close_psn is None:
-                t.state = OPEN
+                t.transition(TargetEvent.NAMED)
         if t.rod != rod:  # T6
             self.send_nack(meta, N["PDC_MODE_MISMATCH"], psn, t.pdcid, spdcid, retx=retx)
             return None
@@ -675,11 +677,11 @@ class Endpoint:
 
     def closed_initiator(self, p: Initiator) -> None:
         """C1: the CLOSE was acknowledged (or answered for a freed PDC, I14)."""
-        self._remove_initiator(p)
+        self._remove_initiator(p, InitiatorEvent.CLOSE_ACKED)
         self.events.append(ev.PdcClosed(p.pdcid, p.peer, "initiator", False, "closed"))
 
-    def _remove_initiator(self, p: Initiator) -> None:
-        p.state = CLOSED
+    def _remove_initiator(self, p: Initiator, event: InitiatorEvent) -> None:
+        p.transition(event)
         self._pdcs.pop(p.pdcid, None)
         if self._inits.get(p.pdcid) is p:
             del self._inits[p.pdcid]
@@ -692,7 +694,7 @@ class Endpoint:
         """X6: the PDC closes in error; its items fail."""
         if p.closed:
             return
-        self._remove_initiator(p)
+        self._remove_initiator(p, InitiatorEvent.FAILED)
         up = self.upper
         tokens = [item.token for item in p.outstanding_items()] + list(p.ses_wait)
         p.ses_wait.clear()

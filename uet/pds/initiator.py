@@ -61,20 +61,22 @@ from typing import Any
 from ..cms.csig import CSIG_CCX_TYPE, reflected
 from ..wire.enums import (CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ, CTL_CLOSE, CTL_CLOSE_REQ,
                           CTL_CREDIT, CTL_PROBE, ROD_CC_REQ, ROD_REQ, RUD_CC_REQ, RUD_REQ,
-                          nack_name)
+                          TRIM_CODES, nack_name)
+from ..wire.psn import M32, pdiff
 from . import events as ev
 from . import fastpath
 from .datagram import DSCP_CONTROL, ECT0, NOT_ECT, DatagramMeta, seal
 from .credit import InitiatorCredit
 from .packets import CC_TYPE_CREDIT, Ack, Control, Nack, RequestHeader, control_bytes
 from .pdc import PdcSide
-from .reactions import BACKOFF, CLOSE, CLOSED_PDC_CODES, REBASE, RESEND_LATER, RESEND_NOW, TRIM_CODES
+from .reactions import BACKOFF, CLOSE, CLOSED_PDC_CODES, REBASE, RESEND_LATER, RESEND_NOW
 from .reactions import reaction
-from .recovery import ACKED, INFLIGHT, LOST, SACKED, M32, Recovery, SentPacket, pdiff
+from .recovery import ACKED, INFLIGHT, LOST, SACKED, Recovery, SentPacket
+from .states import INITIATOR_TABLE, InitiatorEvent, InitiatorState
 
-H32 = 0x80000000
-# PDC states (C.1, C.7)
-SYN_SENT, ESTABLISHED, CLOSING, CLOSED = "syn_sent", "established", "closing", "closed"
+# PDC states (C.1, C.7) and their transitions: uet.pds.states
+SYN_SENT, ESTABLISHED = InitiatorState.SYN_SENT, InitiatorState.ESTABLISHED
+CLOSING, CLOSED = InitiatorState.CLOSING, InitiatorState.CLOSED
 
 
 class _Item:
@@ -93,6 +95,8 @@ class _Item:
 
 class Initiator(PdcSide):
     role = "initiator"
+    TABLE = INITIATOR_TABLE
+    INITIAL = SYN_SENT
 
     def __init__(self, ep: Any, pdcid: int, peer: str, mode: str, key: tuple):
         super().__init__(ep, pdcid, peer, 0, mode, key)
@@ -104,7 +108,6 @@ class Initiator(PdcSide):
             self.ptype = ROD_REQ if mode == "rod" else RUD_REQ
         else:
             self.ptype = ROD_CC_REQ if mode == "rod" else RUD_CC_REQ
-        self.state = SYN_SENT
         self.start_psn = ep.rng.randrange(cfg.start_psn_lo, cfg.start_psn_hi) & M32
         self.next_psn = self.start_psn
         self.base = self.start_psn
@@ -225,7 +228,7 @@ class Initiator(PdcSide):
             p = SentPacket(psn, None, 0, 0, True, CTL_CLOSE)
             packets[psn] = p
             self.close_psn = psn
-            self.state = CLOSING if self.state == ESTABLISHED else self.state
+            self.transition(InitiatorEvent.CLOSE_SENT)
             out.append(self._transmit(p, now, retx=False))
 
     def _may_send(self, nbytes: int) -> bool:
@@ -332,7 +335,7 @@ class Initiator(PdcSide):
             stats["bad_ack"] += 1
             return
         if self.state == SYN_SENT:  # I2
-            self.state = ESTABLISHED
+            self.transition(InitiatorEvent.FIRST_ACK)
             self.peer_pdcid = a.spdcid
             self.header = RequestHeader(self.ptype, self.pdcid, a.spdcid)
             self.rec.on_established()  # I8: a longer backoff for a peer known to answer

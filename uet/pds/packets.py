@@ -21,8 +21,8 @@ from ..errors import TruncatedError
 from ..wire.enums import ACK_CC_TYPE, ACK_CCX_TYPE, ACK_TYPE, CC_REQUEST_TYPES, CONTROL_TYPE
 from ..wire.enums import NACK_TYPE
 from ..wire.fast import fast
+from ..wire.psn import M32
 
-M32 = 0xFFFFFFFF
 
 _REQ = fast("pds.rud_rod_req")
 _REQ0, _REQ1 = _REQ.layout(syn=0), _REQ.layout(syn=1)

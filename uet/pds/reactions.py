@@ -72,8 +72,5 @@ def reaction(code: int) -> Reaction:
     return TABLE.get(code, UNKNOWN)
 
 
-#: the codes that say the packet was trimmed (C.6): congestion, not an error (I10's trim limit)
-TRIM_CODES = frozenset(NACK_BY_NAME[n] for n in ("TRIMMED", "TRIMMED_LASTHOP", "TRIMMED_ACK"))
-
 #: C.7: what a target answers to a CLOSE for a PDC it already freed (I14 of uet/pds/initiator.py)
 CLOSED_PDC_CODES = frozenset({NACK_BY_NAME["INV_DPDCID"], NACK_BY_NAME["CLOSING"]})

@@ -47,9 +47,8 @@ from collections import deque
 from typing import Any, Protocol
 
 from ..wire.enums import CTL_ACK_REQ, CTL_PROBE
+from ..wire.psn import pdiff
 
-M32 = 0xFFFFFFFF
-H32 = 0x80000000
 INF = float("inf")
 
 # --- named constants (RFC 6298's estimator; the rest are choices, see the rules above) ----------
@@ -63,12 +62,6 @@ TLP_SRTTS = 2                # I9: probe time = TLP_SRTTS x srtt (at least tlp_m
 
 # packet states
 INFLIGHT, SACKED, LOST, ACKED = 0, 1, 2, 3
-
-
-def pdiff(a: int, b: int) -> int:
-    """Signed 32-bit serial difference a - b (C.2)."""
-    d = (a - b) & M32
-    return d - 0x100000000 if d & 0x80000000 else d
 
 
 class SentPacket:

@@ -57,12 +57,12 @@ from .. import UET_UDP_PORT
 from ..errors import DecodeError
 from ..multipath import EntropySelector, RoundRobinSpray
 from ..wire.enums import NACK_CODE
+from ..wire.psn import M32
 from ..wire.trailer import TRAILER_LEN as TRAILER
 from .datagram import CE, DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0, NOT_ECT, DatagramMeta, seal
 from .datagram import Outbox, trailer_ok
 
 RUDI_REQ, RUDI_RESP, UUD_REQ, NACK = 4, 5, 6, 10
-M32 = 0xFFFFFFFF
 
 _N = {name: code for code, name in NACK_CODE.table.items()}
 NACK_RETX_NOW = frozenset(_N[k] for k in (

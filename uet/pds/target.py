@@ -63,19 +63,20 @@ from typing import Any, Callable
 from .. import native
 from ..native.rxlane import PdcState, ipv4, lane_field, set_ack_const
 from ..wire.enums import CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_CREDIT_REQ, CTL_PROBE, NACK_BY_NAME
+from ..wire.psn import M32, pdiff
 from .datagram import CE, DatagramMeta
 from . import credit
 from .packets import CC_REQUEST_SIZE, AckEncoder, Control, Request
 from .pdc import PdcSide
-from .recovery import M32, pdiff
+from .states import TARGET_TABLE, TargetEvent, TargetState
 
 PEND_FROM = 0.5   # A5: receive resources this full start the receiver penalty ...
 PEND_MAX = 127    # ... which is 7 bits (B.8) and at its largest when they are full
 
 N = NACK_BY_NAME
-# PDC states: HALF_OPEN until a packet without SYN names us (the initiator learned our PDCID:
-# T3 reaps half-open PDCs first), OPEN, CLOSING once a CLOSE arrived (C2)
-HALF_OPEN, OPEN, CLOSING = "half_open", "open", "closing"
+# PDC states (uet.pds.states): HALF_OPEN until a packet without SYN names us (the initiator
+# learned our PDCID: T3 reaps half-open PDCs first), OPEN, CLOSING once a CLOSE arrived (C2)
+HALF_OPEN, OPEN, CLOSING = TargetState.HALF_OPEN, TargetState.OPEN, TargetState.CLOSING
 
 
 def _kept(name: str, on_set: Callable[[Any, Any], None], doc: str) -> property:
@@ -92,12 +93,12 @@ def _kept(name: str, on_set: Callable[[Any, Any], None], doc: str) -> property:
 
 class Target(PdcSide):
     role = "target"
+    TABLE = TARGET_TABLE
+    INITIAL = HALF_OPEN
 
     # What the C receive lane (uet.native.rxlane) only reads is told to it as it changes:
-    # whether the PDC is open to it, whether an AR is pending (A1), whether it may build the
-    # ACKs (refresh_quick)
-    state = _kept("state", lambda t, v: setattr(t._lane, "open", int(v == OPEN and t._laned)),
-                  "HALF_OPEN, OPEN or CLOSING")
+    # whether the PDC is open to it (_entered), whether an AR is pending (A1), whether it may
+    # build the ACKs (refresh_quick)
     pending_ar = _kept("pending_ar", lambda t, v: setattr(t._lane, "pending_ar_set",
                                                             int(v is not None)),
                        "A1: the newest PSN that asked for an ACK before CACK covered it")
@@ -132,11 +133,11 @@ class Target(PdcSide):
         if peer4 is not None and not rod:  # the C lane: RUD from IPv4 peers (uet.native.rxlane)
             lane = self._lane = lanes.add_pdc(pdcid)
             self._lanes, self._laned = lanes, True
-            lane.win, lane.peer, lane.peer_pdcid = self.win._w, peer4, peer_pdcid
+            lane.win, lane.peer, lane.peer_pdcid = self.win.handle, peer4, peer_pdcid
             lane.size, lane.ack_per_packet = self.size, int(bool(cfg.ack_per_packet))
             lane.ack_gen_trigger = cfg.ack_gen_trigger
             lane.ack_gen_min_pkt_add = cfg.ack_gen_min_pkt_add
-        self.state = HALF_OPEN
+        self._entered(HALF_OPEN)
         self.bytes_since_ack = 0
         self.pending_ar: int | None = None
         self.sack_base = self.win.cack
@@ -159,6 +160,9 @@ class Target(PdcSide):
             set_ack_const(self._lane, self.acks.const_bytes())
             self._lane.ack_on_ecn = int(bool(cfg.ack_on_ecn))
             self.refresh_quick()
+
+    def _entered(self, state: TargetState) -> None:
+        self._lane.open = int(state == OPEN and self._laned)
 
     def refresh_quick(self) -> None:
         """Whether the C lane may build this PDC's ACKs (uet.native.rxlane): when
@@ -395,7 +399,7 @@ class Target(PdcSide):
             if d > 0:
                 win.set(psn)
                 self.close_psn = psn
-                self.state = CLOSING
+                self.transition(TargetEvent.CLOSE_RCVD)
                 if self.rod and self.next_deliver == psn:
                     self.next_deliver = (psn + 1) & M32
                 elif self.rod:

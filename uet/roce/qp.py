@@ -51,6 +51,7 @@ from typing import Callable
 
 from .. import native
 from ..wire.build import udp_headers
+from ..wire.enums import CE, ECT0
 from ..wire.fast import fast
 from .dcqcn import INF, CnpGate, DcqcnParams, DcqcnRp
 
@@ -72,7 +73,6 @@ HDRS = 14 + 20 + 8              # Ethernet, IPv4, UDP
 BTH_LEN, RETH_LEN, AETH_LEN, ICRC_LEN = 12, 16, 4, 4
 CNP_DSCP = 48                   # the CNP class of NVIDIA's NICs (cnp_dscp default 48), choice
 DATA_DSCP = 26                  # uet.wire.build.roce_frame's default (a common RoCE class)
-ECT0, CE = 2, 3
 IB_TIMEOUT_UNIT = 4.096e-6      # IBTA local ACK timeout: 4.096 us x 2^exponent
 
 

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from ..errors import DecodeError, UetError
 from ..native.rxlane import MsgState, ipv4
+from ..wire.psn import M32  # noqa: F401 (re-exported to the SES modules)
 
 # D.1 request opcodes
 (NO_OP, WRITE, READ, ATOMIC, FETCHING_ATOMIC, SEND, RENDEZVOUS_SEND, DATAGRAM_SEND,
@@ -45,7 +46,7 @@ RC_CANCELLED = 0x1E
 
 MAX_ACK_DATA_SIZE = 16  # C.3 / C.9
 SES_HEADERS = ("auto", "standard")  # SesConfig.ses_header (A.1)
-M14, M16, M32, M64 = (1 << 14) - 1, 0xFFFF, 0xFFFFFFFF, (1 << 64) - 1
+M14, M16, M64 = (1 << 14) - 1, 0xFFFF, (1 << 64) - 1  # field widths (M32: uet.wire.psn)
 
 
 class SesError(UetError, ValueError):

@@ -29,6 +29,7 @@ from ..net import CE, TRIMMED, Link, NetConfig, flip
 from ..pds.datagram import DatagramMeta
 from ..pds.rudi import DSCP_TRIMMED, RudiConfig, RudiEndpoint, RudiRequest, RudiRequestFailed, RudiResponse
 from ..pds.uud import UudDatagram, UudEndpoint
+from ..wire.enums import DSCP_CONTROL
 from .endpoint import SesEndpoint, SesPacket
 
 
@@ -98,7 +99,7 @@ class Loopback:
     def _wire(self, data: bytes, meta: DatagramMeta) -> None:
         """The lossy channel for encoded datagrams (RUDI, UUD): the link's verdict applied."""
         self.stats["datagrams"] += 1
-        at, flags, corrupt, dup_at = self.link.offer(self.now, len(data), meta.dscp == 46,
+        at, flags, corrupt, dup_at = self.link.offer(self.now, len(data), meta.dscp == DSCP_CONTROL,
                                                      meta.ecn in (1, 2), self.rng)
         if at is None:
             self.stats["dropped"] += 1

@@ -14,13 +14,13 @@ from typing import Any, Mapping
 from .. import UET_IP_PROTO, UET_UDP_PORT
 from . import uet_headers as U
 from .codec import codec
+from .enums import DSCP_CONTROL, DSCP_DATA, DSCP_TRIMMED, ECT0  # noqa: F401 (re-exported)
 from .schema import DEFAULT_OPTIONS, Options
 from .trailer import TRAILER_LEN, CrcContext, roce_icrc_bytes, with_trailer
 
 SRC_MAC = bytes.fromhex("020000000001")  # locally administered (bit 1 of the first octet)
 DST_MAC = bytes.fromhex("020000000002")
-DSCP_DEFAULT, DSCP_CONTROL, DSCP_TRIMMED = 0, 46, 11  # A.2, design.md "Defaults"
-ECT0 = 2
+DSCP_DEFAULT = DSCP_DATA  # A.2, design.md "Defaults" (uet.wire.enums)
 
 
 def uet_bytes(pds: Mapping[str, Any], ses: Mapping[str, Any] | None = None,
