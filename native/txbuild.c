@@ -1,13 +1,16 @@
 /* Request datagrams of an established initiator PDC, one call per run of packets (issue 15 item 1).
  *
- * uet/pds/fastpath.py send_new used to build each datagram in Python: the request header
+ * uet/pds/initiator.py Initiator._send_new decides the new requests of an established PDC; built
+ * one at a time in Python (txbuild.py build_requests_py, as Initiator._request packs and seals
+ * them) each datagram would be: the request header
  * (uet-facts.md B.5) packed from the PDC's constant fields and the per-packet ones, the SES header
  * (D.3) packed from the message's constants, a join with the payload, and the CRC-32C trailer
  * (A.3, big-endian) chained from the UDP context's seed.  Here a run of packets of one message
  * (consecutive packet indices and PSNs) is written back to back into the caller's buffer.
  *
  * No field position is written here: the caller passes where each field sits (from the schema, as
- * uet/pds/packets.py RequestHeader and uet/ses/packets.py Message keep them) and fields are ORed
+ * uet/pds/packets.py RequestHeader.SHIFTS and a uet/pds/upper.py RequestTemplate give them, the
+ * latter made by uet/ses/packets.py Message.template) and fields are ORed
  * into the big-endian headers bit by bit position, as the Python integers are.  A field that would
  * land outside its header is an error (Python's to_bytes raises there), never a write outside it.
  *

@@ -368,11 +368,6 @@ PRIVATE_ALLOWED = {
     # the PDS/SES seam (issue 28 item 2): the PDS keeps the SES's clock, the SES the PDS's lanes
     ("uet/pds/endpoint.py", "_now"),
     ("uet/ses/lanes.py", "_ACC"), ("uet/ses/lanes.py", "_REQ0"),
-    # the C request builder reads the SES Message's and the PDS header's fields
-    ("uet/native/txbuild.py", "_const"), ("uet/native/txbuild.py", "_eom"),
-    ("uet/native/txbuild.py", "_ext"), ("uet/native/txbuild.py", "_len_shift"),
-    ("uet/native/txbuild.py", "_mid"), ("uet/native/txbuild.py", "_mid_size"),
-    ("uet/native/txbuild.py", "_off_shift"), ("uet/native/txbuild.py", "_som"),
     # the CLI (uet conformance reuses a parser helper of uet.cliargs)
     ("uet/conformance/command.py", "_byte_count"),
     # the live IP relay (the network model) builds headers with uet.wire's private helpers

@@ -34,10 +34,10 @@ def ack(cc: Nscc, now: float, rtt: float | None = None, ce: bool = False, nbytes
         inflight: int = 100_000, a=None) -> None:
     """One ACK, hooks in the PDS's order: RTT sample, CE, then the ACK."""
     if rtt is not None:
-        cc.on_rtt_sample(now, rtt)
+        cc.on_rtt_sample(now=now, rtt=rtt)
     if ce:
-        cc.on_ce(now, nbytes)
-    cc.on_ack(now, nbytes, inflight, a)
+        cc.on_ce(now=now, size=nbytes)
+    cc.on_ack(now=now, size=nbytes, inflight=inflight, ack=a)
 
 
 # -- scaling and start (E.1 parameter table, E.6) ---------------------------------------------
@@ -74,12 +74,12 @@ def test_constructor_rejects_nonsense():
 
 def test_e6_lower_base_rtt_recomputes_max_wnd():
     cc = make()
-    cc.on_rtt_sample(0, 8 * US)
+    cc.on_rtt_sample(now=0, rtt=8 * US)
     assert cc.base_rtt == 8 * US
     assert cc.max_wnd == pytest.approx(150_000)     # 1.5 x 12.5e9 B/s x 8 us
     assert cc.cwnd == pytest.approx(150_000)
     assert cc.target == pytest.approx(9 * US)       # E.6: from the configured RTT
-    cc.on_rtt_sample(0, 20 * US)                    # a larger sample changes nothing
+    cc.on_rtt_sample(now=0, rtt=20 * US)                    # a larger sample changes nothing
     assert cc.base_rtt == 8 * US
 
 
@@ -190,7 +190,7 @@ def test_e1_adjust_period_applies_increase_and_eta():
 def test_e1_trim_shrinks_by_packet_when_quick_adapt_does_not_fire():
     cc = make(adjust_period=1000)
     cc.cwnd = 100_000
-    cc.on_nack(0, NACK_TRIMMED, 4096)
+    cc.on_nack(now=0, size=4096, code=NACK_TRIMMED)
     assert cc.cwnd == 95_904
     assert cc.avg_delay == pytest.approx(0.0125 * BASE)     # E.6: a sample of the network RTT
     for i in range(8):                              # 32768 B delivered in the period
@@ -203,7 +203,7 @@ def test_e1_trim_shrinks_by_packet_when_quick_adapt_does_not_fire():
 def test_e1_trim_quick_adapt_fires_then_ce_ignored_for_that_flight():
     cc = make(adjust_period=1000)
     cc.cwnd = 100_000
-    cc.on_nack(0, NACK_TRIMMED, 4096)               # arms QuickAdapt; period ends at 21 us
+    cc.on_nack(now=0, size=4096, code=NACK_TRIMMED)  # arms QuickAdapt; period ends at 21 us
     ack(cc, 10 * US, rtt=BASE, ce=True)
     ack(cc, 22 * US, rtt=BASE, ce=True, nbytes=8192, inflight=40_000)
     assert cc.cwnd == 12_288                        # 4096 + 8192 < 28125: cwnd = bytes acked
@@ -227,11 +227,11 @@ def test_e6_quick_adapt_delay_trigger_without_trimming(delay_us, fires):
 def test_e1_loss_and_timeout_shrink():
     cc = make()
     cc.cwnd = 100_000
-    cc.on_loss(0, 4096)
+    cc.on_loss(now=0, size=4096)
     assert cc.cwnd == 95_904
-    cc.on_timeout(0)                                # unknown bytes: one MTU
+    cc.on_timeout(now=0)                                # unknown bytes: one MTU
     assert cc.cwnd == 91_808
-    cc.on_nack(0, NACK_RCVR_INFER_LOSS, 1000)       # B.11 0x1A: a loss the receiver saw
+    cc.on_nack(now=0, size=1000, code=NACK_RCVR_INFER_LOSS)  # B.11 0x1A: a loss the receiver saw
     assert cc.cwnd == 90_808
     assert (cc.counters["losses"], cc.counters["timeouts"]) == (2, 1)
 
@@ -239,7 +239,7 @@ def test_e1_loss_and_timeout_shrink():
 def test_resource_nack_leaves_window():
     cc = make()
     cc.cwnd = 100_000
-    cc.on_nack(0, NACK_BY_NAME["NO_PKT_BUFFER"], 4096)
+    cc.on_nack(now=0, size=4096, code=NACK_BY_NAME["NO_PKT_BUFFER"])
     assert cc.cwnd == 100_000 and cc.counters["nacks_other"] == 1
 
 
@@ -329,19 +329,19 @@ def test_random_hook_sequences_keep_window_in_bounds(rate, base, trimming, steps
     for dt, (kind, *args) in steps:
         now += dt
         if kind == "send":
-            cc.on_send(now, *args)
+            cc.on_send(now=now, size=args[0], retx=args[1])
         elif kind == "rtt":
-            cc.on_rtt_sample(now, *args)
+            cc.on_rtt_sample(now=now, rtt=args[0])
         elif kind == "ce":
-            cc.on_ce(now, *args)
+            cc.on_ce(now=now, size=args[0])
         elif kind == "ack":
-            cc.on_ack(now, *args)
+            cc.on_ack(now=now, size=args[0], inflight=args[1], ack=args[2])
         elif kind == "nack":
-            cc.on_nack(now, *args)
+            cc.on_nack(now=now, size=args[1], code=args[0])
         elif kind == "loss":
-            cc.on_loss(now, *args)
+            cc.on_loss(now=now, size=args[0])
         else:
-            cc.on_timeout(now)
+            cc.on_timeout(now=now)
         assert isinstance(cc.cwnd_bytes, int)
         assert MTU <= cc.cwnd_bytes <= cc.max_wnd
         assert cc.can_send(0, MTU)
@@ -355,7 +355,7 @@ EV = 50001
 def sig_ack(cc: Nscc, now: float, *tags: int, rtt: float) -> None:
     """One ACK_CCX as the PDS gives it (I16): its reflected tags first, its own EV's first."""
     for k, bits in enumerate(tags):
-        cc.on_signal(now, EV + k, bits)
+        cc.on_signal(now=now, ev=EV + k, bits=bits)
     ack(cc, now, rtt=rtt)
 
 

@@ -44,7 +44,8 @@ def test_e2_only_rccc_wants_credit_and_the_base_hooks_are_no_ops():
     f = FixedWindow()
     assert f.wants_credit is False
     assert f.credit_target(1 << 20) == 0
-    assert f.on_credit(0.0, 4096) is None and f.on_signal(0.0, 7, 0x1234) is None
+    assert f.on_credit(now=0.0, size=4096) is None
+    assert f.on_signal(now=0.0, ev=7, bits=0x1234) is None
     assert f.can_send(0, 4096)      # unchanged
 
 
@@ -67,7 +68,7 @@ def test_r1_starts_with_one_mtu_and_credit_is_the_only_gate():
     assert cc.can_send(0, MTU) and cc.can_send(10**9, MTU)      # in flight does not matter
     assert not cc.can_send(0, MTU + 1)                           # no "one packet always" rule
     assert cc.counters["blocked"] == 1
-    cc.on_send(0.0, 4000, False)
+    cc.on_send(now=0.0, size=4000, retx=False)
     assert cc.credit == 96
     assert not cc.can_send(0, 97) and cc.can_send(0, 96)
     assert Rccc(mtu=MTU, initial_credit=0).credit == 0
@@ -76,15 +77,15 @@ def test_r1_starts_with_one_mtu_and_credit_is_the_only_gate():
 
 def test_r2_retransmissions_consume_credit_too():
     cc = Rccc(mtu=MTU, initial_credit=3 * MTU)
-    cc.on_send(0.0, MTU, False)
-    cc.on_send(1 * US, MTU, True)
+    cc.on_send(now=0.0, size=MTU, retx=False)
+    cc.on_send(now=1 * US, size=MTU, retx=True)
     assert cc.credit == MTU
     assert cc.counters["used"] == 2 * MTU and cc.counters["resent"] == MTU
 
 
 def test_r2_an_overdraft_stops_at_zero_and_is_counted():
     cc = Rccc(mtu=MTU)
-    cc.on_send(0.0, MTU + 100, False)       # the PDS ignored can_send
+    cc.on_send(now=0.0, size=MTU + 100, retx=False)       # the PDS ignored can_send
     assert cc.credit == 0
     assert cc.counters["overdrawn"] == 1 and cc.counters["overdrawn_bytes"] == 100
 
@@ -100,36 +101,36 @@ def test_r3_b6_credit_target_is_the_backlog_not_covered():
 def test_r4_b8_b12_a_grant_beyond_the_demand_is_clamped():
     cc = Rccc(mtu=MTU)
     cc.credit_target(10_000)                # states 5904 B = 93 units = 5952 B
-    cc.on_credit(0.0, 10_000)
+    cc.on_credit(now=0.0, size=10_000)
     assert cc.credit == MTU + 5952
     assert cc.counters["clamped"] == 1 and cc.counters["clamped_bytes"] == 10_000 - 5952
     assert cc.counters["granted"] == 5952 and cc.counters["offered"] == 10_000
     assert cc.asked == 0
-    cc.on_credit(1 * US, 64)                # nothing asked any more: unasked, dropped
+    cc.on_credit(now=1 * US, size=64)                # nothing asked any more: unasked, dropped
     assert cc.credit == MTU + 5952 and cc.counters["unasked"] == 1
     assert cc.counters["unasked_bytes"] == 64 and cc.counters["clamped"] == 1
 
 
 def test_r4_a_grant_when_no_demand_was_stated_is_unasked_and_gives_nothing():
     cc = Rccc(mtu=MTU)
-    cc.on_credit(0.0, 8192)
+    cc.on_credit(now=0.0, size=8192)
     assert cc.credit == MTU and cc.counters["unasked"] == 1 and cc.counters["granted"] == 0
     cc.credit_target(MTU)                   # covered: states 0, still nothing asked
-    cc.on_credit(1 * US, 8192)
+    cc.on_credit(now=1 * US, size=8192)
     assert cc.credit == MTU and cc.counters["unasked"] == 2
-    cc.on_credit(2 * US, 0)                 # a zero grant is no grant
+    cc.on_credit(now=2 * US, size=0)                 # a zero grant is no grant
     assert cc.counters["unasked"] == 2
 
 
 def test_r4_partial_grants_fill_one_demand_and_the_largest_statement_stands():
     cc = Rccc(mtu=MTU, initial_credit=0)
     assert cc.credit_target(64_000) == 64_000
-    cc.on_credit(0.0, 24_000)
+    cc.on_credit(now=0.0, size=24_000)
     assert cc.asked == 40_000 and cc.counters["unasked"] == 0
     assert cc.credit_target(64_000) == 40_000    # a restatement after the grant: the same need
     assert cc.credit_target(50_000) == 26_000    # smaller: the larger statement stands
     assert cc.asked == 40_000
-    cc.on_credit(1 * US, 40_000)
+    cc.on_credit(now=1 * US, size=40_000)
     assert cc.credit == 64_000 and cc.asked == 0 and cc.counters["clamped"] == 0
     assert cc.credit_target(64_000) == 0
 
@@ -149,10 +150,10 @@ def test_r1_r4_the_sender_never_sends_beyond_its_credit(initial, ops):
         now = i * US
         if op in ("send", "resend"):
             if cc.can_send(0, n):
-                cc.on_send(now, n, op == "resend")
+                cc.on_send(now=now, size=n, retx=op == "resend")
                 sent += max(0, n)
         elif op == "credit":
-            cc.on_credit(now, n)
+            cc.on_credit(now=now, size=n)
             offered += max(0, n)
         else:
             d = cc.credit_target(n)
@@ -376,16 +377,16 @@ def test_e2_b6_b8_a_credit_loop_delivers_everything_within_the_receivers_budget(
         for k, cc in senders.items():
             while backlog[k] and cc.can_send(0, min(MTU, backlog[k])):
                 n = min(MTU, backlog[k])
-                cc.on_send(now, n, False)
+                cc.on_send(now=now, size=n, retx=False)
                 backlog[k] -= n
                 s.arrived(k, now, n)
                 delivered[k] += n
                 s.demand(k, now, to_bytes(to_units(cc.credit_target(backlog[k]))))
                 g = s.grant(k, now)         # ACK_CC cc_type 1 (B.8)
                 if g:
-                    cc.on_credit(now, to_bytes(to_units(g)))
+                    cc.on_credit(now=now, size=to_bytes(to_units(g)))
         for k, g in s.waiting(now):         # CONTROL CREDIT (B.12)
-            senders[k].on_credit(now, to_bytes(to_units(g)))
+            senders[k].on_credit(now=now, size=to_bytes(to_units(g)))
         assert sum(s.outstanding(k) for k in senders) <= BDP + s.share
         if not any(backlog.values()):
             break

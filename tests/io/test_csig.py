@@ -16,7 +16,7 @@ from uet.cms.choice import pds_overrides
 from uet.cms.csig import ABW, CSIG_ETHERTYPE, TYPE_BY_NAME, neutral
 from uet.fabric import FabricConfig, open_fabric
 from uet.io.endpoint import open_endpoint
-from uet.multipath import SELECTOR_KINDS
+from uet.multipath import SELECTOR_KINDS, SelectorFactory
 
 from .conftest import RecvProcess, env, uet_cmd
 
@@ -121,6 +121,10 @@ async def test_every_spray_kind_over_the_entropy_sockets(kind):
                 used = {p for p, n in tx.tx_data_by_port.items() if n}
                 assert used <= set(tx.entropy_ports)
                 assert len(used) == 1 if kind == "single" else len(used) > 1
+                # the core builds its selectors with uet.multipath, from the sockets' ports
+                factory = tx.core.config.entropy_factory
+                assert type(factory) is SelectorFactory and factory.made == tx.selectors
+                assert factory.spec.values == tuple(tx.entropy_ports)
     with pytest.raises(ValueError, match="unknown entropy selection"):
         async with open_endpoint(None, peer_port=rx.port, spray="bogus"):
             pass

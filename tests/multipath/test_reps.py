@@ -36,7 +36,7 @@ def explorations(k: int, values=VALS, seed: int = SEED) -> list[int]:
 
 def test_e6_reps_recycles_ev_of_ack_without_ce_once():
     sel = reps()
-    sel.on_ack(103, False, 0.0)
+    sel.on_ack(now=0.0, ev=103, ce=False)
     assert sel.ring[0] == (103, True)
     assert sel.next(0.0) == 103
     assert sel.ring[0] == (103, False)  # R2: used once per recycling
@@ -47,7 +47,7 @@ def test_e6_reps_recycles_ev_of_ack_without_ce_once():
 def test_e6_reps_reuses_the_oldest_recycled_ev_first():
     sel = reps()
     for ev in (101, 105, 102, 105):
-        sel.on_ack(ev, False, 0.0)
+        sel.on_ack(now=0.0, ev=ev, ce=False)
     assert [sel.next(0.0) for _ in range(4)] == [101, 105, 102, 105]  # one reuse per ACK
     assert sel.counters["explored"] == 0
 
@@ -56,7 +56,7 @@ def test_e6_reps_ring_overwrites_the_oldest_when_more_than_8_are_recycled():
     vals = list(range(200, 216))
     sel = reps(vals)
     for ev in vals[:10]:
-        sel.on_ack(ev, False, 0.0)
+        sel.on_ack(now=0.0, ev=ev, ce=False)
     assert sel.ring == [(208, True), (209, True)] + [(ev, True) for ev in vals[2:8]]
     assert [sel.next(0.0) for _ in range(8)] == vals[2:10]  # 200, 201 overwritten
     assert sel.next(0.0) == explorations(1, vals)[0]
@@ -64,7 +64,7 @@ def test_e6_reps_ring_overwrites_the_oldest_when_more_than_8_are_recycled():
 
 def test_r1_an_echo_of_an_ev_outside_values_is_not_recycled():
     sel = reps()
-    sel.on_ack(0x4242, False, 0.0)  # RP's fixed control EV (E.5)
+    sel.on_ack(now=0.0, ev=0x4242, ce=False)  # RP's fixed control EV (E.5)
     assert sel.counters["recycled"] == 0
     assert sel.next(0.0) == explorations(1)[0]
 
@@ -73,10 +73,10 @@ def test_r1_an_echo_of_an_ev_outside_values_is_not_recycled():
 
 def test_e6_reps_forgets_ev_on_ce():
     sel = reps()
-    sel.on_ack(101, False, 0.0)
-    sel.on_ack(102, False, 0.0)
-    sel.on_ack(101, False, 0.0)
-    sel.on_ack(101, True, 0.0)  # CE: both stored copies of 101 go
+    sel.on_ack(now=0.0, ev=101, ce=False)
+    sel.on_ack(now=0.0, ev=102, ce=False)
+    sel.on_ack(now=0.0, ev=101, ce=False)
+    sel.on_ack(now=0.0, ev=101, ce=True)  # CE: both stored copies of 101 go
     assert sel.ring[:3] == [(101, False), (102, True), (101, False)]
     assert sel.counters["forgotten"] == 2 and sel.counters["recycled"] == 3
     assert [sel.next(0.0) for _ in range(2)] == [102, explorations(1)[0]]
@@ -85,9 +85,9 @@ def test_e6_reps_forgets_ev_on_ce():
 @pytest.mark.parametrize("code", [TRIMMED, NO_PDC])
 def test_e6_reps_forgets_ev_on_nack(code):
     sel = reps()
-    sel.on_ack(104, False, 0.0)
-    sel.on_ack(106, False, 0.0)
-    sel.on_nack(104, code, 0.0)
+    sel.on_ack(now=0.0, ev=104, ce=False)
+    sel.on_ack(now=0.0, ev=106, ce=False)
+    sel.on_nack(now=0.0, ev=104, code=code)
     assert sel.counters["forgotten"] == 1
     assert sel.next(0.0) == 106
     assert sel.known(104)  # H3 still hears the NACK's round trip
@@ -95,23 +95,23 @@ def test_e6_reps_forgets_ev_on_nack(code):
 
 def test_e6_reps_keeps_ev_on_trimmed_nack_without_forget_on_trim():
     sel = reps(forget_on_trim=False)
-    sel.on_ack(104, False, 0.0)
-    sel.on_nack(104, TRIMMED, 0.0)  # taken as a last-hop trim: the path is good
+    sel.on_ack(now=0.0, ev=104, ce=False)
+    sel.on_nack(now=0.0, ev=104, code=TRIMMED)  # taken as a last-hop trim: the path is good
     assert sel.ring[0] == (104, True)
-    sel.on_nack(104, NO_PDC, 0.0)  # any other NACK still forgets
+    sel.on_nack(now=0.0, ev=104, code=NO_PDC)  # any other NACK still forgets
     assert sel.ring[0] == (104, False)
 
 
 def test_e6_reps_a_lasthop_trim_never_forgets():
     sel = reps()  # forget_on_trim=True
-    sel.on_ack(104, False, 0.0)
-    sel.on_nack(104, LASTHOP, 0.0)
+    sel.on_ack(now=0.0, ev=104, ce=False)
+    sel.on_nack(now=0.0, ev=104, code=LASTHOP)
     assert sel.next(0.0) == 104
 
 
 def test_r3_a_nack_never_recycles():
     sel = reps(forget_on_trim=False)
-    sel.on_nack(105, TRIMMED, 0.0)
+    sel.on_nack(now=0.0, ev=105, code=TRIMMED)
     assert sel.counters["recycled"] == 0 and sel.ring[0] == (None, False)
     assert sel.next(0.0) == explorations(1)[0]
 
@@ -131,19 +131,19 @@ def test_e5_reps_explores_a_random_ev_of_values_when_the_ring_is_empty():
 def test_e6_reps_freezes_on_timeout_cycling_the_stored_evs_then_explores_16():
     sel = reps()
     for ev in (101, 102, 103):
-        sel.on_ack(ev, False, 0.0)
+        sel.on_ack(now=0.0, ev=ev, ce=False)
     assert sel.next(0.5) == 101  # slot 0 now invalid: still cycled over while frozen
-    sel.on_timeout(1.0)
+    sel.on_timeout(now=1.0)
     assert sel.frozen and sel.counters["freezes"] == 1
     assert [sel.next(1.0 + k * 1e-3) for k in range(4)] == [101, 102, 103, 101]
-    sel.on_ack(106, False, 1.005)  # recycling goes on while frozen: slot 3
+    sel.on_ack(now=1.005, ev=106, ce=False)  # recycling goes on while frozen: slot 3
     assert [sel.next(1.009) for _ in range(5)] == [102, 103, 106, 101, 102]
     assert sel.counters["frozen_picks"] == 9 and sel.counters["explored"] == 0
     # 10 ms after the timeout: the ring is cleared, the next 16 choices are explorations
-    sel.on_ack(107, False, 1.0095)  # still frozen: recycled, then cleared at the thaw
+    sel.on_ack(now=1.0095, ev=107, ce=False)  # still frozen: recycled, then cleared at the thaw
     first = sel.next(1.0 + 10e-3)
     assert not sel.frozen and sel.ring == [(None, False)] * 8
-    sel.on_ack(105, False, 1.02)  # after the thaw: kept, but used only after the 16
+    sel.on_ack(now=1.02, ev=105, ce=False)  # after the thaw: kept, but used only after the 16
     rest = [sel.next(1.02) for _ in range(15)]
     assert [first] + rest == explorations(16)
     assert sel.next(1.02) == 105
@@ -153,16 +153,16 @@ def test_e6_reps_freezes_on_timeout_cycling_the_stored_evs_then_explores_16():
 
 def test_r5_a_frozen_sender_with_an_empty_ring_explores():
     sel = reps()
-    sel.on_timeout(0.0)
+    sel.on_timeout(now=0.0)
     assert [sel.next(1e-3) for _ in range(3)] == explorations(3)
     assert sel.counters["frozen_picks"] == 0
 
 
 def test_r5_a_timeout_while_frozen_extends_the_freeze():
     sel = reps(freeze_time=1.0)
-    sel.on_ack(102, False, 0.0)
-    sel.on_timeout(0.0)
-    sel.on_timeout(0.5)
+    sel.on_ack(now=0.0, ev=102, ce=False)
+    sel.on_timeout(now=0.0)
+    sel.on_timeout(now=0.5)
     assert sel.next(1.2) == 102  # still frozen until 1.5
     assert sel.next(1.5) == explorations(1)[0]
     assert sel.counters["freezes"] == 2
@@ -175,11 +175,11 @@ def test_r5_options_are_keyword_only_and_checked():
         reps(ring_size=0)
     sel = reps(ring_size=2, explore_after_freeze=1)
     for ev in (100, 101, 102):
-        sel.on_ack(ev, False, 0.0)
+        sel.on_ack(now=0.0, ev=ev, ce=False)
     assert sel.ring == [(102, True), (101, True)]
-    sel.on_timeout(0.0)
+    sel.on_timeout(now=0.0)
     assert sel.next(10e-3) == explorations(1)[0]  # one exploration after the freeze
-    sel.on_ack(103, False, 0.02)
+    sel.on_ack(now=0.02, ev=103, ce=False)
     assert sel.next(0.02) == 103
 
 
@@ -226,17 +226,17 @@ def test_h1_an_ev_failed_by_two_losses_is_skipped_by_next(kind):
     vals = [1, 2, 3, 4]
     sel = (Reps(vals, random.Random(3)) if kind == "reps"
            else ObliviousSpray(vals, random.Random(3)))
-    sel.on_loss(2, 0.0)
-    sel.on_loss(2, 0.0)
+    sel.on_loss(now=0.0, ev=2)
+    sel.on_loss(now=0.0, ev=2)
     assert sel.failed == {2}
     if kind == "reps":
-        sel.on_ack(2, False, 0.0)  # recycled, but failed: next asks REPS again
-        sel.on_ack(3, False, 0.0)
+        sel.on_ack(now=0.0, ev=2, ce=False)  # recycled, but failed: next asks REPS again
+        sel.on_ack(now=0.0, ev=3, ce=False)
     picks = [sel.next(0.0) for _ in range(12)]  # fewer than the 16 before an H2 probe
     assert 2 not in picks and set(picks) <= {1, 3, 4}
     if kind == "reps":
         assert picks[0] == 3
-    sel.on_delivered(2, 0.0)
+    sel.on_delivered(now=0.0, ev=2)
     assert sel.failed == frozenset()
 
 
@@ -285,15 +285,15 @@ def test_any_hook_sequence_never_raises_and_next_stays_in_values(ops, seed, n, r
     for op in ops:
         kind = op[0]
         if kind == "ack":
-            sel.on_ack(op[1], op[2], now)
+            sel.on_ack(now=now, ev=op[1], ce=op[2])
         elif kind == "nack":
-            sel.on_nack(op[1], op[2], now)
+            sel.on_nack(now=now, ev=op[1], code=op[2])
         elif kind == "loss":
-            sel.on_loss(op[1], now)
+            sel.on_loss(now=now, ev=op[1])
         elif kind == "delivered":
-            sel.on_delivered(op[1], now)
+            sel.on_delivered(now=now, ev=op[1])
         elif kind == "timeout":
-            sel.on_timeout(now)
+            sel.on_timeout(now=now)
         elif kind == "retransmit":
             sel.next_retransmit(now)
         elif kind == "wait":

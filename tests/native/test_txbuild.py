@@ -33,7 +33,8 @@ A4, B4 = "10.0.0.1", "10.0.0.2"
 
 def reference(header: RequestHeader, item, first: int, psn: int, clear_psn: int, ar, entropy,
               src: str, dst: str, port: int) -> list[bytes]:
-    """What send_new sent before this module: B.5 header, SES header, payload, A.3 trailer."""
+    """Per packet, as Initiator._request packs and seals: B.5 header, SES header, payload, A.3
+    trailer."""
     out = []
     for i, ev in enumerate(entropy):
         p = (psn + i) & M32
@@ -86,7 +87,7 @@ class Chunks:
 
 
 class Recut(Message):
-    """A Message subclass: the C path must not assume it cuts its headers as Message does."""
+    """A Message subclass that keeps Message's cutting (and so its request template)."""
 
 
 # --- the constants come from the schema ----------------------------------------------------------
@@ -98,12 +99,13 @@ def test_sizes_are_the_schemas():
 
 
 def test_request_header_positions_are_the_schemas():
-    """The C code takes the field positions from RequestHeader's class attributes: they are the
-    schema's (B.5), RETX included although a new request never sets it."""
+    """The C code takes the field positions from RequestHeader.SHIFTS: they are the schema's
+    (B.5); ``const`` is what pack starts from."""
     shift = fast("pds.rud_rod_req").layout(syn=0).shift
-    assert (RequestHeader._psn, RequestHeader._clr, RequestHeader._ar, RequestHeader._retx,
-            RequestHeader._nh) == tuple(shift[n] for n in ("psn", "clear_psn_offset", "ar", "retx",
-                                                           "next_hdr"))
+    assert RequestHeader.SHIFTS == tuple(shift[n] for n in ("psn", "clear_psn_offset", "ar",
+                                                            "next_hdr"))
+    h = RequestHeader(RUD_REQ, 0x1234, 0x5678)
+    assert h.const.to_bytes(12, "big") == h.pack(0, 0, 0, ar=False, retx=False, psn_offset=None)
 
 
 @requires_c
@@ -282,6 +284,32 @@ def test_the_c_path_cuts_a_message_itself():
                           port=4793, udp_seed=udp_seed) == want
 
 
+@requires_c
+def test_any_item_with_a_request_template_is_cut_in_c():
+    """The C path takes an item by the Outgoing protocol's template() (uet.pds.upper
+    .RequestTemplate), not by its class: a wrapper that is no Message, with the Message's
+    template, is cut in C (its header(k) is never asked) into the Message's datagrams."""
+    m = message(9000, 1000, seed=5, rendezvous=True, opcode=0x06)
+
+    class Wrapped:
+        token, next_hdr, count = 1, m.next_hdr, m.count
+
+        def header(self, k: int) -> bytes:
+            raise AssertionError("header(%d) asked for" % k)
+
+        def payload_of(self, k: int) -> memoryview:
+            return m.payload_of(k)
+
+        def template(self):
+            return m.template()
+
+    h = RequestHeader(RUD_REQ, 1, 1)
+    want = reference(h, m, 3, M32 - 2, 5, [True, False] * 3, list(range(6)), A4, B4, 4793)
+    assert build_requests(header=h, item=Wrapped(), first=3, psn=M32 - 2, clear_psn=5,
+                          ar=[True, False] * 3, entropy=list(range(6)), src=A4, dst=B4,
+                          port=4793, udp_seed=udp_seed) == want
+
+
 def test_an_empty_run_is_no_datagram():
     for got in build_all(message(5000, 1000), header=RequestHeader(RUD_REQ, 1, 1), first=5,
                          psn=0, clear_psn=0, ar=[], entropy=[]):
@@ -332,18 +360,19 @@ def test_the_output_capacity_is_never_exceeded():
              for ev, d in zip([1, 2, 3], reference(h, m, 0, 7, 7, [True] * 3, [1, 2, 3], A4, B4,
                                                    4793))]
     shifts = ffi.new("int32_t[]", [0] * lib.UET_TXBUILD_SHIFTS)
-    for slot, v in ((lib.UET_TXBUILD_SHIFT_PSN, h._psn), (lib.UET_TXBUILD_SHIFT_CLEAR, h._clr),
-                    (lib.UET_TXBUILD_SHIFT_AR, h._ar), (lib.UET_TXBUILD_SHIFT_NEXT_HDR, h._nh)):
+    for slot, v in zip((lib.UET_TXBUILD_SHIFT_PSN, lib.UET_TXBUILD_SHIFT_CLEAR,
+                        lib.UET_TXBUILD_SHIFT_AR, lib.UET_TXBUILD_SHIFT_NEXT_HDR), h.SHIFTS):
         shifts[slot] = v
-    ses = m._som + m._mid.to_bytes(m._mid_size, "big") + m._ext
+    t = m.template()
+    ses = t.som + t.mid.to_bytes(t.mid_size, "big") + t.ext
     data = bytes(m.data)
 
     def call(out, cap: int, *, ses_len: int = len(ses), data_len: int = len(data)) -> int:
         msg = ffi.new("uet_txbuild_message_t *", {
-            "ses_len": ses_len, "som_len": len(m._som), "mid_len": m._mid_size,
-            "ext_len": len(m._ext), "len_shift": m._len_shift, "off_shift": m._off_shift,
-            "eom_shift": m._eom.bit_length() - 1, "data_len": data_len, "mtu": 1000})
-        return lib.uet_txbuild_message(out, cap, h._const.to_bytes(12, "big"), shifts, 3, 7, 7,
+            "ses_len": ses_len, "som_len": len(t.som), "mid_len": t.mid_size,
+            "ext_len": len(t.ext), "len_shift": t.len_shift, "off_shift": t.off_shift,
+            "eom_shift": t.eom_shift, "data_len": data_len, "mtu": 1000})
+        return lib.uet_txbuild_message(out, cap, h.const.to_bytes(12, "big"), shifts, 3, 7, 7,
                                        b"\1\1\1", seeds, 3, msg, ses, data, 0)
 
     out = ffi.new("char[]", len(want))
@@ -361,7 +390,7 @@ def test_the_output_capacity_is_never_exceeded():
     payload = bytes(m.data[:2500])
     heads = b"".join(m.header(k) for k in range(3))
     ends = [len(m.header(0)), len(m.header(0)) + len(m.header(1)), len(heads)]
-    args = (h._const.to_bytes(12, "big"), shifts, 3, 7, 7, b"\1\1\1", seeds, 3, heads, len(heads),
+    args = (h.const.to_bytes(12, "big"), shifts, 3, 7, 7, b"\1\1\1", seeds, 3, heads, len(heads),
             ends, payload, len(payload), [1000, 2000, 2500])
     assert lib.uet_txbuild(out, len(want), *args) == len(want)
     assert ffi.buffer(out)[:] == want

@@ -73,7 +73,7 @@ def _initiator_with_recording_selector(**cfg):
     seen = []
 
     class Sel(RoundRobinSpray):
-        def on_signal(self, ev, bits, now):
+        def on_signal(self, *, now, ev, bits):
             seen.append((ev, bits))
 
     ep = initiator(entropy_factory=lambda c, rng: Sel([EV]), **cfg)

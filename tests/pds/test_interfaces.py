@@ -35,25 +35,25 @@ class RecordingCC(CongestionControl):
         self.calls.append(("can_send", inflight_bytes, nbytes, ok))
         return ok
 
-    def on_send(self, now, nbytes, retransmission):
-        self.calls.append(("send", nbytes, retransmission))
+    def on_send(self, *, now, size, retx):
+        self.calls.append(("send", size, retx))
 
-    def on_ack(self, now, acked_bytes, inflight_bytes, ack=None):
-        self.calls.append(("ack", acked_bytes, inflight_bytes))
+    def on_ack(self, *, now, size, inflight, ack=None):
+        self.calls.append(("ack", size, inflight))
 
-    def on_ce(self, now, nbytes):
-        self.calls.append(("ce", nbytes))
+    def on_ce(self, *, now, size):
+        self.calls.append(("ce", size))
 
-    def on_nack(self, now, code, nbytes):
-        self.calls.append(("nack", code, nbytes))
+    def on_nack(self, *, now, size, code):
+        self.calls.append(("nack", code, size))
 
-    def on_loss(self, now, nbytes):
-        self.calls.append(("loss", nbytes))
+    def on_loss(self, *, now, size):
+        self.calls.append(("loss", size))
 
-    def on_timeout(self, now):
+    def on_timeout(self, *, now):
         self.calls.append(("timeout",))
 
-    def on_rtt_sample(self, now, rtt):
+    def on_rtt_sample(self, *, now, rtt):
         self.calls.append(("rtt", rtt))
 
     def named(self, name: str) -> list[tuple]:
@@ -77,23 +77,23 @@ class RecordingSelector(EntropySelector):
         self.calls.append(("next", ev))
         return ev
 
-    def on_delivered(self, ev, now):
-        super().on_delivered(ev, now)
+    def on_delivered(self, *, now, ev):
+        super().on_delivered(now=now, ev=ev)
         self.calls.append(("delivered", ev))
 
-    def on_ack(self, ev, ce, now):
-        super().on_ack(ev, ce, now)
+    def on_ack(self, *, now, ev, ce):
+        super().on_ack(now=now, ev=ev, ce=ce)
         self.calls.append(("ack", ev, ce))
 
-    def on_nack(self, ev, code, now):
-        super().on_nack(ev, code, now)
+    def on_nack(self, *, now, ev, code):
+        super().on_nack(now=now, ev=ev, code=code)
         self.calls.append(("nack", ev, code))
 
-    def on_loss(self, ev, now):
-        super().on_loss(ev, now)
+    def on_loss(self, *, now, ev):
+        super().on_loss(now=now, ev=ev)
         self.calls.append(("loss", ev))
 
-    def on_timeout(self, now):
+    def on_timeout(self, *, now):
         self.calls.append(("timeout",))
 
     def named(self, name: str) -> list[tuple]:

@@ -152,22 +152,22 @@ class Scripted(EntropySelector):
     def choose(self, now):
         return self.offers.pop(0) if len(self.offers) > 1 else self.offers[0]
 
-    def on_delivered(self, ev, now):
+    def on_delivered(self, *, now, ev):
         self.heard.append(("delivered", ev))
 
-    def on_ack(self, ev, ce, now):
+    def on_ack(self, *, now, ev, ce):
         self.heard.append(("ack", ev, ce))
 
-    def on_nack(self, ev, code, now):
+    def on_nack(self, *, now, ev, code):
         self.heard.append(("nack", ev, code))
 
-    def on_loss(self, ev, now):
+    def on_loss(self, *, now, ev):
         self.heard.append(("loss", ev))
 
-    def on_timeout(self, now):
+    def on_timeout(self, *, now):
         self.heard.append(("timeout",))
 
-    def on_signal(self, ev, bits, now):
+    def on_signal(self, *, now, ev, bits):
         self.heard.append(("signal", ev, bits))
 
 
@@ -177,16 +177,16 @@ def _sel(offers, t=csig.ABW, **kw) -> CsigSelector:
 
 def test_k3_k4_a_clearly_worse_offer_is_asked_again():
     sel = _sel([B, A])
-    sel.on_signal(A, csig.pack(csig.ABW, 30), 0.0)
-    sel.on_signal(B, csig.pack(csig.ABW, 3, lm=5), 0.0)
+    sel.on_signal(now=0.0, ev=A, bits=csig.pack(csig.ABW, 30))
+    sel.on_signal(now=0.0, ev=B, bits=csig.pack(csig.ABW, 3, lm=5))
     assert sel.next(1 * US) == A
     assert sel.counters["reasked"] == 1 and sel.counters["signals"] == 2
 
 
 def test_k4_at_most_reasks_times_then_the_last_offer():
     sel = _sel([B], reasks=3)
-    sel.on_signal(A, csig.pack(csig.ABW, 30), 0.0)
-    sel.on_signal(B, csig.pack(csig.ABW, 3), 0.0)
+    sel.on_signal(now=0.0, ev=A, bits=csig.pack(csig.ABW, 30))
+    sel.on_signal(now=0.0, ev=B, bits=csig.pack(csig.ABW, 3))
     assert sel.next(1 * US) == B
     assert (sel.counters["reasked"], sel.counters["kept_bad"]) == (3, 1)
 
@@ -199,24 +199,24 @@ def test_k4_at_most_reasks_times_then_the_last_offer():
 ])
 def test_k3_minimum_types_half_the_best_and_beyond_the_margin(good, bad, worse):
     sel = _sel([B, A])
-    sel.on_signal(A, csig.pack(csig.ABW, good), 0.0)
-    sel.on_signal(B, csig.pack(csig.ABW, bad), 0.0)
+    sel.on_signal(now=0.0, ev=A, bits=csig.pack(csig.ABW, good))
+    sel.on_signal(now=0.0, ev=B, bits=csig.pack(csig.ABW, bad))
     assert sel.next(1 * US) == (A if worse else B)
 
 
 @pytest.mark.parametrize("bad,worse", [(6, False), (7, True)])
 def test_k3_maximum_types_keep_a_margin_above_the_best(bad, worse):
     sel = _sel([B, A], t=csig.DELAY)
-    sel.on_signal(A, csig.pack(csig.DELAY, 2), 0.0)
-    sel.on_signal(B, csig.pack(csig.DELAY, bad), 0.0)
+    sel.on_signal(now=0.0, ev=A, bits=csig.pack(csig.DELAY, 2))
+    sel.on_signal(now=0.0, ev=B, bits=csig.pack(csig.DELAY, bad))
     assert sel.next(1 * US) == (A if worse else B)
 
 
 def test_k2_signals_expire():
     sel = _sel([B, A, B, A], max_age=50 * US, recent=20 * US)
-    sel.on_signal(A, csig.pack(csig.ABW, 30), 0.0)
-    sel.on_signal(B, csig.pack(csig.ABW, 3), 0.0)
-    sel.on_signal(A, csig.pack(csig.ABW, 30), 40 * US)  # A keeps the reference recent
+    sel.on_signal(now=0.0, ev=A, bits=csig.pack(csig.ABW, 30))
+    sel.on_signal(now=0.0, ev=B, bits=csig.pack(csig.ABW, 3))
+    sel.on_signal(now=40 * US, ev=A, bits=csig.pack(csig.ABW, 30))  # A keeps the reference recent
     assert sel.next(45 * US) == A                       # B's 3 still counts at 45 us
     assert sel.next(51 * US) == B                       # ... and is forgotten after 50 us
     assert sel.counters["expired"] == 1
@@ -225,17 +225,17 @@ def test_k2_signals_expire():
 def test_k3_the_reference_is_recent_only():
     """A high value from before the load changed does not make newer ones look bad."""
     sel = _sel([B, A], max_age=200 * US, recent=20 * US)
-    sel.on_signal(A, csig.pack(csig.ABW, 31), 0.0)      # the idle fabric of the first RTTs
-    sel.on_signal(B, csig.pack(csig.ABW, 3), 30 * US)   # now every path is loaded
+    sel.on_signal(now=0.0, ev=A, bits=csig.pack(csig.ABW, 31))  # the idle fabric of the first RTTs
+    sel.on_signal(now=30 * US, ev=B, bits=csig.pack(csig.ABW, 3))   # now every path is loaded
     assert sel.next(31 * US) == B and sel.counters["reasked"] == 0
 
 
 def test_k3_the_cached_reference_follows_a_best_path_that_got_worse():
     sel = _sel([B, A, B, A])
-    sel.on_signal(A, csig.pack(csig.ABW, 30), 0.0)
-    sel.on_signal(B, csig.pack(csig.ABW, 3), 0.0)
+    sel.on_signal(now=0.0, ev=A, bits=csig.pack(csig.ABW, 30))
+    sel.on_signal(now=0.0, ev=B, bits=csig.pack(csig.ABW, 3))
     assert sel.next(1 * US) == A
-    sel.on_signal(A, csig.pack(csig.ABW, 2), 2 * US)    # A is as loaded as B now
+    sel.on_signal(now=2 * US, ev=A, bits=csig.pack(csig.ABW, 2))    # A is as loaded as B now
     assert sel.next(3 * US) == B
 
 
@@ -243,22 +243,22 @@ def test_k1_other_types_d_and_r_are_ignored():
     sel = _sel([B])
     for bits in (csig.pack(csig.DELAY, 30), csig.pack(csig.ABW, 3, d=1),
                  csig.pack(csig.ABW, 3, r=1)):
-        sel.on_signal(B, bits, 0.0)
+        sel.on_signal(now=0.0, ev=B, bits=bits)
     assert sel.counters["ignored"] == 3 and sel.paths(0.0) == {}
-    sel.on_signal(B, csig.pack(csig.ABW, 31), 0.0)
+    sel.on_signal(now=0.0, ev=B, bits=csig.pack(csig.ABW, 31))
     assert sel.paths(0.0) == {B: pytest.approx(100.0)}  # Gb/s on the default scale
 
 
 def test_k5_every_hook_reaches_the_inner_policy_and_the_health_rules():
     sel = _sel([A])
     inner = sel.inner
-    sel.on_delivered(A, 0.0)
-    sel.on_ack(A, True, 0.0)
-    sel.on_nack(B, 1, 0.0)
-    sel.on_loss(C, 0.0)
-    sel.on_loss(C, 0.0)
-    sel.on_timeout(0.0)
-    sel.on_signal(A, csig.pack(csig.ABW, 9), 0.0)
+    sel.on_delivered(now=0.0, ev=A)
+    sel.on_ack(now=0.0, ev=A, ce=True)
+    sel.on_nack(now=0.0, ev=B, code=1)
+    sel.on_loss(now=0.0, ev=C)
+    sel.on_loss(now=0.0, ev=C)
+    sel.on_timeout(now=0.0)
+    sel.on_signal(now=0.0, ev=A, bits=csig.pack(csig.ABW, 9))
     assert inner.heard == [("delivered", A), ("ack", A, True), ("nack", B, 1), ("loss", C),
                            ("loss", C), ("timeout",), ("signal", A, csig.pack(csig.ABW, 9))]
     assert sel.failed == {C}                 # H1 in the selector's own health rules
@@ -268,10 +268,10 @@ def test_k5_every_hook_reaches_the_inner_policy_and_the_health_rules():
 def test_k5_reps_inside_recycles_as_it_would_alone():
     rng = random.Random(4)
     sel = csig_selector(Reps([A, B, C], rng), t=csig.ABW)
-    sel.on_ack(B, False, 0.0)
+    sel.on_ack(now=0.0, ev=B, ce=False)
     assert sel.inner.ring[0] == (B, True)
     assert sel.next(1 * US) == B and sel.inner.counters["recycled"] == 1
-    sel.on_nack(B, 0x01, 0.0)  # a NACK is not an ACK: nothing recycled
+    sel.on_nack(now=0.0, ev=B, code=0x01)  # a NACK is not an ACK: nothing recycled
     assert sel.inner.counters["recycled"] == 1
 
 

@@ -43,34 +43,34 @@ def test_three_paths_dead_ses_and_rudi(seed, mode, op):
 
 def test_h1_an_ev_that_keeps_losing_is_skipped_and_h2_probed_again_later():
     sel = RoundRobinSpray([1, 2, 3, 4])
-    sel.on_loss(2, 0.0)
+    sel.on_loss(now=0.0, ev=2)
     assert 2 not in sel.failed  # one loss is not a failed path
-    sel.on_loss(2, 0.0)
+    sel.on_loss(now=0.0, ev=2)
     assert sel.failed == {2}
     picks = [sel.next(0.0) for _ in range(16)]
     assert 2 not in picks
     picks = [sel.next(0.0) for _ in range(8)]
     assert picks.count(2) == 1  # H2: one probe after 4 x 4 selections
-    sel.on_delivered(2, 0.0)
+    sel.on_delivered(now=0.0, ev=2)
     assert sel.failed == frozenset() and [sel.next(0.0) for _ in range(4)].count(2) == 1
 
 
 def test_h3_resends_follow_the_last_echoed_ev_and_probes_explore_untried_ones():
     sel = RandomSpray(list(range(10, 20)), __import__("random").Random(1))
-    sel.on_ack(13, False, 0.0)
-    sel.on_nack(17, 1, 0.0)
+    sel.on_ack(now=0.0, ev=13, ce=False)
+    sel.on_nack(now=0.0, ev=17, code=1)
     assert sel.known(13) and sel.known(17)
     assert sel.next_retransmit(0.0) == 17
     probes = [sel.next_probe(0.0) for _ in range(10)]
     assert sorted(probes) == list(range(10, 20))  # each EV once before any repeats
-    sel.on_loss(17, 0.0)
+    sel.on_loss(now=0.0, ev=17)
     assert not sel.known(17) and sel.next_retransmit(0.0) == 13
 
 
 def test_h4_when_every_ev_failed_the_policy_still_answers():
     sel = RoundRobinSpray([1, 2])
     for ev in (1, 2, 1, 2):
-        sel.on_loss(ev, 0.0)
+        sel.on_loss(now=0.0, ev=ev)
     assert sel.failed == {1, 2}
     assert sel.next(0.0) in (1, 2) and sel.next_retransmit(0.0) in (1, 2)
 

@@ -155,11 +155,11 @@ class Nscc(CongestionControl):
             self._last_adjust = now
 
     # -- hooks -----------------------------------------------------------------------------
-    def on_send(self, now: float, nbytes: int, retransmission: bool) -> None:
+    def on_send(self, *, now: float, size: int, retx: bool) -> None:
         self._start(now)
-        self._inflight += max(0, nbytes)
+        self._inflight += max(0, size)
 
-    def on_rtt_sample(self, now: float, rtt: float) -> None:
+    def on_rtt_sample(self, *, now: float, rtt: float) -> None:
         if not (math.isfinite(rtt) and rtt > 0):
             return
         if rtt < self.base_rtt:     # E.6 smallest RTT seen; E.1 MaxWnd recomputed with it
@@ -168,14 +168,13 @@ class Nscc(CongestionControl):
             self.cwnd = self._cwnd
         self._sample = rtt
 
-    def on_ce(self, now: float, nbytes: int) -> None:
+    def on_ce(self, *, now: float, size: int) -> None:
         self._ce = True
 
-    def on_ack(self, now: float, acked_bytes: int, inflight_bytes: int,
-               ack: Any = None) -> None:
+    def on_ack(self, *, now: float, size: int, inflight: int, ack: Any = None) -> None:
         self._start(now)
-        nbytes = max(0, acked_bytes)
-        self._inflight = max(0, inflight_bytes)
+        nbytes = max(0, size)
+        self._inflight = max(0, inflight)
         ce = self._ce or bool(getattr(ack, "m", 0))
         rtt, self._sample, self._ce = self._sample, None, False
         sig, self._path_sig = self._path_sig, None
@@ -222,11 +221,12 @@ class Nscc(CongestionControl):
         # E.1 CE, delay < target: no window change (the path changes instead, E.5)
         self._adjust(now)
 
-    def on_nack(self, now: float, code: int, nbytes: int) -> None:
+    def on_nack(self, *, now: float, size: int, code: int) -> None:
         self._start(now)
         self._sample = None         # a NACK's RTT only lowers the base RTT (E.6)
+        nbytes = size
         if code == NACK_RCVR_INFER_LOSS:
-            self.on_loss(now, nbytes)
+            self.on_loss(now=now, size=nbytes)
             return
         if code not in REQUEST_TRIM_CODES:  # choice: resource NACKs say nothing about the network
             self.counters["nacks_other"] += 1
@@ -241,17 +241,17 @@ class Nscc(CongestionControl):
         if not self._quick_adapt(now) and not ignoring:
             self.cwnd = self._cwnd - nbytes     # E.6: no QuickAdapt -> shrink by the packet
 
-    def on_signal(self, now: float, ev: int, bits: int) -> None:
+    def on_signal(self, *, now: float, ev: int, bits: int) -> None:
         """A reflected CSIG tag for ``ev`` (I16 of the PDS): the first one since the last ACK is
         that ACK's own path (C4), the one ``on_ack`` uses (V1-V3); off without ``csig``."""
         if self.params.csig and self._path_sig is None:
             self._path_sig = bits
 
-    def on_loss(self, now: float, nbytes: int) -> None:
+    def on_loss(self, *, now: float, size: int) -> None:
         self._start(now)
-        self._lost("losses", max(0, nbytes))
+        self._lost("losses", max(0, size))
 
-    def on_timeout(self, now: float) -> None:
+    def on_timeout(self, *, now: float) -> None:
         self._start(now)
         self._lost("timeouts", self.mtu)        # choice: the lost bytes unknown, one MTU
 

@@ -132,12 +132,12 @@ class Rccc(CongestionControl):
         self.counters["blocked"] += 1
         return False
 
-    def on_send(self, now: float, nbytes: int, retransmission: bool) -> None:
+    def on_send(self, *, now: float, size: int, retx: bool) -> None:
         """R2: every byte sent consumes credit; an overdraft stops at 0 and is counted."""
-        nbytes = max(0, int(nbytes))
+        nbytes = max(0, int(size))
         c = self.counters
         c["used"] += nbytes
-        if retransmission:
+        if retx:
             c["resent"] += nbytes
         if nbytes > self.credit:
             c["overdrawn"] += 1
@@ -154,10 +154,10 @@ class Rccc(CongestionControl):
             self.asked = max(self.asked, _stated(demand))     # R4: the largest stands
         return demand
 
-    def on_credit(self, now: float, nbytes: int) -> None:
+    def on_credit(self, *, now: float, size: int) -> None:
         """R4: a grant (ACK_CC cc_type 1, B.8, or CONTROL CREDIT, B.12), bytes; clamped to the
         demand stated and not yet granted, dropped when there is none."""
-        nbytes = int(nbytes)
+        nbytes = int(size)
         if nbytes <= 0:
             return
         c = self.counters

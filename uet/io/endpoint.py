@@ -63,8 +63,9 @@ Choices (documented here because the facts are silent)
   * CSIG (uet-facts E.4; ``csig=`` a signal type, the core's ``PdsConfig.csig``): the tags the
     live fabric puts ahead of the UET bytes are stripped and handed to the core (rules T1, T2 of
     :mod:`uet.io.engine`; without ``csig`` they are stripped, counted and ignored), the core
-    reflects them in its ACKs, and the sender's ``spray`` policy runs inside
-    :func:`uet.multipath.csig_selector` with live times: signals expire after ``csig_max_age``
+    reflects them in its ACKs, and the sender's ``spray`` policy runs inside a
+    :class:`uet.multipath.CsigSelector` (built by :class:`uet.multipath.SelectorFactory` from the
+    endpoint's description of its entropy sockets) with live times: signals expire after ``csig_max_age``
     and the reference is the best of the last ``csig_recent`` (``LIVE_CSIG_MAX_AGE``,
     ``LIVE_CSIG_RECENT``: the selector's own defaults suit simulated fabrics with round trips of
     about 10 us; a live round trip is about a millisecond). The relay keeps source ports (uet.fabric)
@@ -105,8 +106,7 @@ import trio
 from .. import UET_IP_PROTO, UET_UDP_PORT
 from ..host import Host, with_port
 from ..cms.csig import CSIG_ETHERTYPE, Scale
-from ..multipath import (SELECTOR_KINDS, EntropySelector, ObliviousSpray, RandomSpray, Reps,
-                         RoundRobinSpray, SingleEntropy, csig_selector)
+from ..multipath import EntropySelector, SelectorFactory, SelectorSpec
 from ..pds import PdcClosed, PdcEstablished, PdsConfig
 from ..pds.rudi import RudiConfig
 from ..ses import SesConfig
@@ -147,21 +147,6 @@ LIVE_DEFAULTS: dict[str, Any] = {"rto_initial": 250e-3, "rto_min": 200e-3,
 LIVE_CSIG_MAX_AGE = 20e-3
 LIVE_CSIG_RECENT = 3e-3
 EV_RCVBUF = 4096  # P2: EV sockets are never read; a small queue holds what strays there
-
-
-def make_live_selector(kind: str, values: Sequence[int], rng: random.Random) -> EntropySelector:
-    """A ``spray`` policy (:data:`SELECTOR_KINDS`) over ``values``, the entropy sockets' ports."""
-    if kind == "rr":
-        return RoundRobinSpray(values)
-    if kind == "random":
-        return RandomSpray(values, rng)
-    if kind == "single":
-        return SingleEntropy(values[0], rng, rehash_on_timeout=False)
-    if kind == "reps":
-        return Reps(values, rng)
-    if kind == "oblivious":
-        return ObliviousSpray(values, rng)
-    raise ValueError(f"unknown entropy selection {kind!r} ({', '.join(SELECTOR_KINDS)})")
 
 
 class SendFailed(Exception):
@@ -591,24 +576,6 @@ class LiveEndpoint(SocketEngine):
                         w.set()
 
 
-def _selector_knobs(**kw: float) -> dict[str, float]:
-    """The CSIG selector's time knobs that its constructor takes (K2, K3)."""
-    import inspect
-
-    from ..multipath import CsigSelector
-
-    params = inspect.signature(CsigSelector.__init__).parameters
-    return {k: v for k, v in kw.items() if k in params}
-
-
-def _aliased(on_signal: Callable[[int, int, float], None],
-             alias: Callable[[int], int]) -> Callable[[int, int, float], None]:
-    """``on_signal`` with the reflected EV mapped through ``alias`` (a relay's port -> ours)."""
-    def hook(ev: int, bits: int, now: float) -> None:
-        on_signal(alias(ev), bits, now)
-    return hook
-
-
 def _code(v: str | int, names: dict[str, int]) -> int:
     if isinstance(v, str):
         try:
@@ -720,20 +687,10 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
         values = [s.port for s in entropy]
         if peer_port is None:
             peer_port = uet_sock.port
-        if spray not in SELECTOR_KINDS:
-            raise ValueError(f"unknown entropy selection {spray!r} ({', '.join(SELECTOR_KINDS)})")
-        made: list[EntropySelector] = []
-
-        def selector(cfg: PdsConfig, rng: Any) -> Any:
-            sel = make_live_selector(spray, values, rng)
-            if cfg.csig is not None:
-                sel = csig_selector(sel, t=cfg.csig, scale=csig_scale,
-                                    **_selector_knobs(max_age=csig_max_age, recent=csig_recent))
-                if ev_alias is not None:
-                    sel.on_signal = _aliased(sel.on_signal, ev_alias)  # type: ignore[method-assign]
-            made.append(sel)
-            return sel
-
+        # the entropy sockets' ports, described for uet.multipath to build each PDC's selector
+        selector = SelectorFactory(SelectorSpec(
+            kind=spray, values=tuple(values), rehash_on_timeout=False, csig_scale=csig_scale,
+            csig_knobs={"max_age": csig_max_age, "recent": csig_recent}, alias=ev_alias))
         base = config if config is not None else PdsConfig(**LIVE_DEFAULTS)
         cfg = dataclasses.replace(base, port=peer_port, entropy_factory=selector,
                                   entropy_values=len(values), **config_fields)
@@ -752,7 +709,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
         ep = LiveEndpoint(host, uet_sock, entropy, peer_port=peer_port, batch=batch,
                           max_inbox=max_inbox, csig_ethertype=csig_ethertype,
                           make_ev=lambda a, p: make(a, p, rcv=EV_RCVBUF), ev_sockets=ev_sockets)
-        ep.selectors = made
+        ep.selectors = selector.made
         if encap == "ip":  # N3 of uet.io.native_ip: bound to our own address
             socks.append(raw_socket(own, ip_proto=ip_proto, rcvbuf=rcvbuf, sndbuf=sndbuf))
             ep.native = NativeIp(socks[-1], own, uet_port=peer_port, peers=[peer] if peer else [])

@@ -5,7 +5,13 @@ one PDC. A policy (round-robin, random, one value; REPS later) implements :meth:
 transport calls :meth:`next` for a new packet and :meth:`next_retransmit` for a resend, and tells
 the selector what happened with the hooks: ``on_delivered`` (a packet sent on that EV arrived:
 CACKed or SACKed), ``on_ack`` (an ACK echoed that EV, with its CE flag), ``on_nack``, ``on_loss``
-(a packet sent on that EV was inferred lost: reorder timer or RTO) and ``on_timeout``.
+(a packet sent on that EV was inferred lost: reorder timer or RTO), ``on_timeout`` and
+``on_signal`` (a CSIG tag reflected for an EV, E.4). The hooks take keyword arguments only, named
+and ordered as the congestion control's (:mod:`uet.cms.base`): ``now``, ``ev``, then what the
+event says:
+
+  on_delivered(now, ev)     on_nack(now, ev, code)    on_timeout(now)
+  on_ack(now, ev, ce)       on_loss(now, ev)          on_signal(now, ev, bits)
 
 Path health (issue 11 item 10; choices where the facts are silent, E.5 names the idea for REPS):
 
@@ -98,18 +104,21 @@ class EntropySelector:
         """Whether an ACK or NACK recently came back on ``ev`` (its round trip works, H3)."""
         return ev in self._echoed
 
-    def on_delivered(self, ev: int, now: float) -> None:
+    # --- hooks: keyword-only, in one order (now, the EV, what the event says), as the congestion
+    # control's (uet.cms.base) -------------------------------------------------------------------
+
+    def on_delivered(self, *, now: float, ev: int) -> None:
         """A packet sent on ``ev`` arrived (CACK or SACK): the path works (H1-H3)."""
         self._losses.pop(ev, None)
         self._failed.pop(ev, None)
         if self._tried:
             self._tried.clear()
 
-    def on_ack(self, ev: int, ce: bool, now: float) -> None:
+    def on_ack(self, *, now: float, ev: int, ce: bool) -> None:
         """An ACK echoed ``ev`` (A.1); ``ce`` is its M flag (the acked packet was CE-marked)."""
         self._echo(ev)
 
-    def on_nack(self, ev: int, code: int, now: float) -> None:
+    def on_nack(self, *, now: float, ev: int, code: int) -> None:
         """A NACK (B.11) came back on ``ev``: its round trip works (H3), whatever the code."""
         self._echo(ev)
 
@@ -123,7 +132,7 @@ class EntropySelector:
             del echoed[next(iter(echoed))]
         echoed[ev] = None
 
-    def on_loss(self, ev: int, now: float) -> None:
+    def on_loss(self, *, now: float, ev: int) -> None:
         """A packet sent on ``ev`` was inferred lost (H1)."""
         n = self._losses.get(ev, 0) + 1
         self._losses[ev] = n
@@ -131,10 +140,10 @@ class EntropySelector:
         if n >= self.fail_threshold and ev not in self._failed:
             self._failed[ev] = self._picks
 
-    def on_timeout(self, now: float) -> None:
+    def on_timeout(self, *, now: float) -> None:
         """The retransmission timer expired."""
 
-    def on_signal(self, ev: int, bits: int, now: float) -> None:
+    def on_signal(self, *, now: float, ev: int, bits: int) -> None:
         """A CSIG tag (``bits``, uet.cms.csig C1) reflected for the path of ``ev`` (E.4)."""
 
     def _probe_every(self) -> int:

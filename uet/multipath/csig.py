@@ -42,7 +42,7 @@ many senders on different receivers).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from ..cms.csig import MINIMUM_TYPES, Scale
 from .base import EntropySelector
@@ -60,7 +60,7 @@ class CsigSelector(EntropySelector):
     def __init__(self, inner: EntropySelector, *, t: int, scale: Scale | None = None,
                  frac: float = CSIG_FRAC, margin: int = CSIG_MARGIN,
                  max_age: float = CSIG_MAX_AGE, recent: float = CSIG_RECENT,
-                 reasks: int = CSIG_REASKS):
+                 reasks: int = CSIG_REASKS, alias: Callable[[int], int] | None = None):
         super().__init__(inner.values)
         if not 0 <= t <= 3:
             raise ValueError(f"unknown CSIG signal type {t}")
@@ -75,6 +75,7 @@ class CsigSelector(EntropySelector):
         self.max_age = max_age
         self.recent = recent
         self.reasks = reasks
+        self.alias = alias  # K1: a reflected EV -> the sender's own (a relay remapped it)
         self._minimum = t in MINIMUM_TYPES
         self._sig: dict[int, tuple[int, float]] = {}   # K1: EV -> (bucket, when reflected)
         self._best = 0                                  # K3: the reference, cached ...
@@ -139,11 +140,13 @@ class CsigSelector(EntropySelector):
 
     # --- hooks (K5: the health rules and the inner policy both hear each one) ------------------
 
-    def on_signal(self, ev: int, bits: int, now: float) -> None:
-        """K1: the newest tag reflected for ``ev``."""
+    def on_signal(self, *, now: float, ev: int, bits: int) -> None:
+        """K1: the newest tag reflected for ``ev`` (under its ``alias``, when one is given)."""
+        if self.alias is not None:
+            ev = self.alias(ev)
         fwd = getattr(self.inner, "on_signal", None)
         if fwd is not None:
-            fwd(ev, bits, now)
+            fwd(now=now, ev=ev, bits=bits)
         if bits >> 14 != self.t or bits & 3:  # another type, d or r set (K1)
             self.counters["ignored"] += 1
             return
@@ -157,25 +160,25 @@ class CsigSelector(EntropySelector):
         elif ev == self._best_ev:
             self._best_until = -math.inf  # the best got worse: rescan
 
-    def on_delivered(self, ev: int, now: float) -> None:
-        super().on_delivered(ev, now)
-        self.inner.on_delivered(ev, now)
+    def on_delivered(self, *, now: float, ev: int) -> None:
+        super().on_delivered(now=now, ev=ev)
+        self.inner.on_delivered(now=now, ev=ev)
 
-    def on_ack(self, ev: int, ce: bool, now: float) -> None:
-        super().on_ack(ev, ce, now)
-        self.inner.on_ack(ev, ce, now)
+    def on_ack(self, *, now: float, ev: int, ce: bool) -> None:
+        super().on_ack(now=now, ev=ev, ce=ce)
+        self.inner.on_ack(now=now, ev=ev, ce=ce)
 
-    def on_nack(self, ev: int, code: int, now: float) -> None:
-        super().on_nack(ev, code, now)
-        self.inner.on_nack(ev, code, now)
+    def on_nack(self, *, now: float, ev: int, code: int) -> None:
+        super().on_nack(now=now, ev=ev, code=code)
+        self.inner.on_nack(now=now, ev=ev, code=code)
 
-    def on_loss(self, ev: int, now: float) -> None:
-        super().on_loss(ev, now)
-        self.inner.on_loss(ev, now)
+    def on_loss(self, *, now: float, ev: int) -> None:
+        super().on_loss(now=now, ev=ev)
+        self.inner.on_loss(now=now, ev=ev)
 
-    def on_timeout(self, now: float) -> None:
-        super().on_timeout(now)
-        self.inner.on_timeout(now)
+    def on_timeout(self, *, now: float) -> None:
+        super().on_timeout(now=now)
+        self.inner.on_timeout(now=now)
 
 
 def csig_selector(inner: EntropySelector, *, t: int, scale: Scale | None = None,

@@ -161,23 +161,23 @@ class Reps(EntropySelector):
 
     # --- hooks (each keeps the base's health rules H1-H4 going first) --------------------------
 
-    def on_ack(self, ev: int, ce: bool, now: float) -> None:
-        super().on_ack(ev, ce, now)
+    def on_ack(self, *, now: float, ev: int, ce: bool) -> None:
+        super().on_ack(now=now, ev=ev, ce=ce)
         if ce:
             self._forget(ev)  # R3
         elif ev in self._members:
             self._recycle(ev)  # R1
 
-    def on_nack(self, ev: int, code: int, now: float) -> None:
-        super().on_nack(ev, code, now)
+    def on_nack(self, *, now: float, ev: int, code: int) -> None:
+        super().on_nack(now=now, ev=ev, code=code)
         if code == NACK_TRIMMED_LASTHOP:
             return  # R3: the receiver is congested, not the path (E.6)
         if code in _FABRIC_TRIMS and not self.forget_on_trim:
             return  # R3: every trim taken as a last-hop one
         self._forget(ev)  # R3
 
-    def on_timeout(self, now: float) -> None:
-        super().on_timeout(now)
+    def on_timeout(self, *, now: float) -> None:
+        super().on_timeout(now=now)
         if self._frozen_until is None:
             self._cursor = 0  # R5: a new freeze cycles from the first slot
         self._frozen_until = now + self.freeze_time  # R5 (a timeout while frozen extends it)

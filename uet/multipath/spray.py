@@ -53,7 +53,7 @@ class SingleEntropy(EntropySelector):
     def next_retransmit(self, now: float) -> int:
         return self.value  # the baseline: one path, whatever happened on it
 
-    def on_timeout(self, now: float) -> None:
+    def on_timeout(self, *, now: float) -> None:
         if self.rehash_on_timeout:
             self.value = self._rng.randrange(EPHEMERAL_LO, 65536)
             self.values = [self.value]
@@ -63,19 +63,24 @@ class SingleEntropy(EntropySelector):
 SELECTOR_KINDS = ("rr", "random", "single", "reps", "oblivious")
 
 
-def make_selector(kind: str, n: int = 64, seed: int | random.Random = 0) -> EntropySelector:
+def make_selector(kind: str, n: int = 64, seed: int | random.Random = 0, *,
+                  values: Sequence[int] | None = None,
+                  rehash_on_timeout: bool = True) -> EntropySelector:
     """``rr`` (round-robin spraying), ``random`` (seeded random spraying), ``single`` (one EV:
-    the ECMP baseline), ``reps`` (REPS with its defaults, E.5/E.6: reps.py) or ``oblivious``
-    (each EV once per round of ``n`` in a new seeded order, E.6: reps.py) over ``n`` seeded
-    entropy values."""
+    the ECMP baseline; ``rehash_on_timeout`` as :class:`SingleEntropy`'s), ``reps`` (REPS with
+    its defaults, E.5/E.6: reps.py) or ``oblivious`` (each EV once per round of ``n`` in a new
+    seeded order, E.6: reps.py) over ``values`` (a live endpoint's entropy sockets' ports; a
+    ``single`` selector takes the first), or without them over ``n`` seeded entropy values."""
     rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+    if kind not in SELECTOR_KINDS:
+        raise ValueError(f"unknown entropy selection {kind!r} ({', '.join(SELECTOR_KINDS)})")
+    if values is None:
+        values = entropy_values(1 if kind == "single" else n, rng)
     if kind == "rr":
-        return RoundRobinSpray(entropy_values(n, rng))
+        return RoundRobinSpray(values)
     if kind == "random":
-        return RandomSpray(entropy_values(n, rng), rng)
+        return RandomSpray(values, rng)
     if kind == "single":
-        return SingleEntropy(entropy_values(1, rng)[0], rng)
-    if kind in ("reps", "oblivious"):
-        cls = Reps if kind == "reps" else ObliviousSpray
-        return cls(entropy_values(n, rng), rng)
-    raise ValueError(f"unknown entropy selection {kind!r} ({', '.join(SELECTOR_KINDS)})")
+        return SingleEntropy(values[0], rng, rehash_on_timeout=rehash_on_timeout)
+    cls = Reps if kind == "reps" else ObliviousSpray
+    return cls(values, rng)

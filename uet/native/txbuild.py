@@ -1,6 +1,7 @@
 """Request datagrams of an established initiator PDC, a run of packets per call (issue 15 item 1).
 
-This module owns the bytes of the new requests that :func:`uet.pds.fastpath.send_new` sends: per
+This module owns the bytes of the new requests that :meth:`uet.pds.initiator.Initiator._send_new`
+sends once the PDC is established: per
 packet the request header (uet-facts.md B.5, no SYN form, RETX 0), the SES header of the item's
 packet, its payload and the CRC-32C trailer (A.3). The decisions (which packets, their PSNs, AR,
 entropy) stay with the caller; a run is packets ``first .. first + len(ar) - 1`` of one item with
@@ -8,8 +9,8 @@ PSNs ``psn, psn + 1, ...`` (mod 2^32).
 
 ``build_requests(*, header, item, first, psn, clear_psn, ar, entropy, src, dst, port, udp_seed)``
     The datagrams of the run, one ``bytes`` per packet, in order: exactly what
-    :func:`build_requests_py` (the reference, the per-packet path ``send_new`` always ran: pack,
-    header, join, seed, CRC) returns. ``header`` is the PDC's
+    :func:`build_requests_py` (the reference, one packet at a time: pack, header, join, seed, CRC)
+    returns. ``header`` is the PDC's
     :class:`uet.pds.packets.RequestHeader`, ``item`` an ``uet.pds.upper.Outgoing``, ``clear_psn``
     the CLEAR_PSN each packet's offset is taken from (I3), ``ar[i]`` whether packet i asks for an
     ACK, ``entropy[i]`` its entropy (the UDP source port), and ``udp_seed`` is
@@ -18,11 +19,12 @@ PSNs ``psn, psn + 1, ...`` (mod 2^32).
 
 ``TX_BACKEND`` is ``"c"`` when :func:`build_requests` writes the run in one C call
 (``native/txbuild.c``; the C extension is in use, see ``uet.native.BACKEND``), else ``"python"``
-and it is :func:`build_requests_py`. The C path takes a ``uet.ses.packets.Message`` from its
-header constants (the SES header of packet k > 0 is ``_mid`` ORed with the payload length, the
-offset and EOM at the shifts it keeps) and any other item from its ``header(k)`` and
-``payload_of(k)``. Field positions come from the objects (``RequestHeader``'s class attributes,
-from the schema), never from numbers written here. tests/native/test_txbuild.py compares both.
+and it is :func:`build_requests_py`. The C path cuts an item that gives a request template
+(``item.template()``, a ``uet.pds.upper.RequestTemplate``: the SES header of packet k > 0 is its
+``mid`` ORed with the payload length, the offset and EOM at the shifts it names) itself, and
+takes any other item's ``header(k)`` and ``payload_of(k)``. Field positions come from the objects
+(``RequestHeader.SHIFTS`` and ``const``, from the schema), never from numbers written here.
+tests/native/test_txbuild.py compares both.
 """
 
 from __future__ import annotations
@@ -58,9 +60,9 @@ def _check(header: Any, item: Any, first: int, psn: int, clear_psn: int, ar: Seq
         raise ValueError("build_requests: PSN %r or CLEAR_PSN %r outside 32 bits"
                          % (psn, clear_psn))
     nh = item.next_hdr
-    if nh < 0 or (nh << type(header)._nh) >> (8 * REQUEST_SIZE):
+    if nh < 0 or (nh << header.SHIFTS[3]) >> (8 * REQUEST_SIZE):
         raise ValueError("build_requests: next_hdr %r outside the request header" % (nh,))
-    if header._const >> (8 * REQUEST_SIZE):
+    if header.const >> (8 * REQUEST_SIZE):
         raise ValueError("build_requests: the header's constant fields exceed %d bytes"
                          % REQUEST_SIZE)
     return count
@@ -69,8 +71,7 @@ def _check(header: Any, item: Any, first: int, psn: int, clear_psn: int, ar: Seq
 def build_requests_py(*, header: Any, item: Any, first: int, psn: int, clear_psn: int,
                       ar: Sequence[bool], entropy: Sequence[int], src: str, dst: str, port: int,
                       udp_seed: UdpSeed) -> list[bytes]:
-    """The reference of :func:`build_requests` (see the module docstring): one packet at a time,
-    as ``send_new`` built them."""
+    """The reference of :func:`build_requests` (see the module docstring): one packet at a time."""
     _check(header, item, first, psn, clear_psn, ar, entropy)
     pack, next_hdr = header.pack, item.next_hdr
     out = []
@@ -107,15 +108,14 @@ def _install_c() -> None:
     shift_slots = (lib.UET_TXBUILD_SHIFT_PSN, lib.UET_TXBUILD_SHIFT_CLEAR,
                    lib.UET_TXBUILD_SHIFT_AR, lib.UET_TXBUILD_SHIFT_NEXT_HDR)
     layouts: dict[type, Any] = {}
-    templates: dict[type, bool] = {}
     keep = 4 << 20  # a thread keeps its output buffer up to this size, else it is made per run
 
     class Scratch(threading.local):
         out: tuple = (None, 0, None)  # the thread's output buffer (a char[]), its size, a view
 
     scratch = Scratch()
-    # The last Message and its constants (SES template, sizes), looked up again while its runs go
-    # out: one (weak reference, constants) pair, stored in one step (threads may share it), and
+    # The last item and its constants (its request template, sizes), looked up again while its
+    # runs go out: one (weak reference, constants) pair, stored in one step (threads may share it), and
     # weak so that an acknowledged message is not kept alive by this cache.
     last: list = [None]
 
@@ -124,36 +124,34 @@ def _install_c() -> None:
         s = layouts.get(cls)
         if s is None:
             s = new("int32_t[]", lib.UET_TXBUILD_SHIFTS)
-            for slot, name in zip(shift_slots, ("_psn", "_clr", "_ar", "_nh")):
-                s[slot] = getattr(cls, name)
+            for slot, shift in zip(shift_slots, cls.SHIFTS):
+                s[slot] = shift
             layouts[cls] = s
         return s
 
     def message_constants(item: Any) -> tuple | None:
-        """What the C code needs of a uet.ses.packets.Message to cut its packets itself, or None
-        when ``item`` is not one (named, not imported: this package is a leaf; a subclass may
-        cut its headers otherwise) or its data is not the plain bytes the Message cuts."""
+        """What the C code needs to cut ``item``'s packets itself (from its request template,
+        uet.pds.upper.RequestTemplate, read by name: this package is a leaf), or None when it
+        gives none or one that does not describe its ``count`` packets of plain bytes."""
         entry = last[0]
         if entry is not None and entry[0]() is item:
             return entry[1]
-        cls = type(item)
-        t = templates.get(cls)
+        template = getattr(item, "template", None)
+        t = template() if template is not None else None
         if t is None:
-            t = templates[cls] = cls.__module__ == "uet.ses.packets" and cls.__name__ == "Message"
-        if not t:
             return None
-        data, mtu, length, count = item.data, item.mtu, item.length, item.count
+        data, mtu, count = t.data, t.mtu, item.count
+        length = data.nbytes
         consts = None
-        if (data.itemsize == 1 and data.c_contiguous and length == data.nbytes and mtu >= 1
+        if (data.itemsize == 1 and data.c_contiguous and mtu >= 1
                 and count == max(1, -(-length // mtu))):
-            som, ext, mid_size = item._som, item._ext, item._mid_size
-            ses = som + item._mid.to_bytes(mid_size, "big") + ext
+            som, ext, mid_size = t.som, t.ext, t.mid_size
             try:
+                ses = som + t.mid.to_bytes(mid_size, "big") + ext
                 msg = new("uet_txbuild_message_t *", {
                     "ses_len": len(ses), "som_len": len(som), "mid_len": mid_size,
-                    "ext_len": len(ext), "len_shift": item._len_shift,
-                    "off_shift": item._off_shift, "eom_shift": item._eom.bit_length() - 1,
-                    "data_len": length, "mtu": mtu})
+                    "ext_len": len(ext), "len_shift": t.len_shift, "off_shift": t.off_shift,
+                    "eom_shift": t.eom_shift, "data_len": length, "mtu": mtu})
             except OverflowError:  # a constant C does not take: the generic way says what
                 msg = None
             tail = mid_size + len(ext) + REQUEST_SIZE + TRAILER_LEN
@@ -187,7 +185,7 @@ def _install_c() -> None:
         if count == 0:
             return []
         try:
-            pds = header._const.to_bytes(REQUEST_SIZE, "big")
+            pds = header.const.to_bytes(REQUEST_SIZE, "big")
         except OverflowError:
             raise ValueError("build_requests: the header's constant fields exceed %d bytes"
                              % REQUEST_SIZE) from None
@@ -212,7 +210,7 @@ def _install_c() -> None:
                 total = sum(sizes)
                 seeds = [udp_seed(src, dst, ev, port, UDP_HEADER_LEN + n)
                          for ev, n in zip(entropy, sizes)]
-            data = item.data
+            data = item.template().data  # not kept in ``last``: it would keep the bytes alive
             obj = data.obj
             if type(obj) is not bytes or len(obj) != length:
                 obj = from_buffer(data)

@@ -79,7 +79,7 @@ class InitiatorCredit:
         """Q2."""
         if units:
             self.request_at = INF
-            self.p.cc.on_credit(now, to_bytes(units))
+            self.p.cc.on_credit(now=now, size=to_bytes(units))
 
     def check(self, now: float, out: list) -> None:
         """Q3: ask for credit when stuck with nothing in flight."""

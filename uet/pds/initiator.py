@@ -62,9 +62,10 @@ from ..cms.csig import CSIG_CCX_TYPE, reflected
 from ..wire.enums import (CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ, CTL_CLOSE, CTL_CLOSE_REQ,
                           CTL_CREDIT, CTL_PROBE, ROD_CC_REQ, ROD_REQ, RUD_CC_REQ, RUD_REQ,
                           TRIM_CODES, nack_name)
+from ..native.txbuild import build_requests
 from ..wire.psn import M32, pdiff
+from ..wire.trailer import udp_seed
 from . import events as ev
-from . import fastpath
 from .datagram import DSCP_CONTROL, ECT0, NOT_ECT, DatagramMeta, seal
 from .credit import InitiatorCredit
 from .packets import CC_TYPE_CREDIT, Ack, Control, Nack, RequestHeader, control_bytes
@@ -246,31 +247,33 @@ class Initiator(PdcSide):
         return room
 
     def _send_new(self, now: float, out: list) -> None:
-        """New requests while the windows (I4) and congestion control allow."""
-        if fastpath.ENABLED and self.state != SYN_SENT and self.credit is None:
-            fastpath.send_new(self, now, out)  # the same in one loop (its twin: uet.pds.fastpath)
-            return
+        """New requests while the windows (I4) and congestion control allow, decided one by one
+        (AR: I5, I15; the entropy; :meth:`Recovery.on_sent`). Established and without a credit
+        demand (the 12-byte header, B.5) they are built a run of one item's packets at a time
+        after the loop (:meth:`_build`); otherwise (the SYN form, I1; the CC form with the
+        demand of that moment, Q1) each as it is decided."""
         room = self._room()
-        cfg = self.cfg
-        cc = self.cc
-        rec = self.rec
-        mtu = cfg.mtu
-        trigger = cfg.ack_gen_trigger
-        while self.queue and room > 0:
-            it = self.queue[0]
+        cfg, cc, rec, queue, credit = self.cfg, self.cc, self.rec, self.queue, self.credit
+        mtu, trigger, per_packet = cfg.mtu, cfg.ack_gen_trigger, cfg.ack_per_packet
+        next_ev, on_sent = self.sel.next, rec.on_sent
+        batch = self.state != SYN_SENT and credit is None
+        runs: list = []  # [item progress, first SentPacket, its AR flags, their entropies]
+        run = None
+        while queue and room > 0:
+            it = queue[0]
             item = it.item
             k = it.next
-            payload = item.payload_of(k)
-            n = len(payload)
-            if not self._may_send(n):
+            n = len(item.payload_of(k))
+            # the gate of _may_send: the congestion control's, or RCCC's credit (Q4)
+            if not (cc.can_send(rec.inflight, n) if credit is None else credit.may_send(n)):
                 break
-            if self.credit is not None:
-                self.credit.sent_new(n)
+            if credit is not None:
+                credit.sent_new(n)
             last = k + 1 == item.count
             it.next = k + 1
             it.unacked += 1
             if last:
-                self.queue.popleft()
+                queue.popleft()
                 it.queued_all = True
             psn = self.next_psn
             self.next_psn = (psn + 1) & M32
@@ -281,29 +284,59 @@ class Initiator(PdcSide):
             inflight = rec.inflight + n
             # I15: this request fills the window with fewer than ACK_GEN_TRIGGER bytes out
             fills = inflight < trigger and (room == 0 or not cc.can_send(inflight, mtu))
-            out.append(self._transmit(p, now, retx=False, ar=fills, payload=payload))
+            ev_ = next_ev(now)
+            on_sent(p, now, ev_, False)
+            if not batch:
+                meta = self._meta(ev_)
+                out.append((self._request(p, meta, ar=fills, retx=False), meta))
+                continue
+            if run is None or run[0] is not it:
+                run = [it, p, [], []]
+                runs.append(run)
+            run[2].append(fills or last or per_packet)  # I5 (AR on the item's last request), I15
+            run[3].append(ev_)
+        for _, p, ar, evs in runs:
+            self._build(p, ar, evs, out)
 
-    def _transmit(self, p: SentPacket, now: float, *, retx: bool, ar: bool = False,
-                  payload: Any = None) -> tuple[bytes, DatagramMeta]:
+    def _build(self, p: SentPacket, ar: list[bool], evs: list[int], out: list) -> None:
+        """The datagrams of the new requests ``p.psn``, ``p.psn + 1``, ... of an established PDC
+        (packets ``p.index`` on of one item, their AR flags and entropies) in one call
+        (uet.native.txbuild: C, or its Python twin, which packs as :meth:`_request` does)."""
+        cfg = self.cfg
+        out.extend(zip(build_requests(
+            header=self.header, item=p.item.item, first=p.index, psn=p.psn,
+            clear_psn=(self.base - 1) & M32, ar=ar, entropy=evs, src=self.ep.address,
+            dst=self.peer, port=cfg.port, udp_seed=udp_seed),
+            [self._metas.get(ev_) or self._meta(ev_) for ev_ in evs]))  # I3: CLEAR_PSN
+
+    def _transmit(self, p: SentPacket, now: float, *, retx: bool) -> tuple[bytes, DatagramMeta]:
+        """A resend (or the CLOSE) of ``p``."""
         sel = self.sel
         # H3 of uet.multipath: resends and control packets on an EV known to work
         ev_ = sel.next_retransmit(now) if retx or p.ctl >= 0 else sel.next(now)
         self.rec.on_sent(p, now, ev_, retx)
         if p.ctl >= 0:
             return self._control(p.ctl, p.psn, p.payload, retx, ev_=ev_)
+        meta = self._meta(ev_)
+        return self._request(p, meta, ar=False, retx=retx), meta
+
+    def _meta(self, ev_: int) -> DatagramMeta:
+        """The addressing of a data request on entropy ``ev_`` (one object per EV)."""
+        meta = self._metas.get(ev_)
+        if meta is None:
+            meta = self._metas[ev_] = DatagramMeta(self.ep.address, self.peer, ev_,
+                                                   self.cfg.port, ECT0, 0)
+        return meta
+
+    def _request(self, p: SentPacket, meta: DatagramMeta, *, ar: bool, retx: bool) -> bytes:
+        """The datagram of request ``p`` (one packet at a time: the SYN and CC forms, resends)."""
         item = p.item.item
-        if payload is None:
-            payload = item.payload_of(p.index)
         head = self.header.pack(
             item.next_hdr, p.psn, pdiff((self.base - 1) & M32, p.psn),  # I3
             ar=ar or p.last or retx or self.cfg.ack_per_packet, retx=retx,  # I5
             psn_offset=None if self.established else (p.psn - self.start_psn),
             credit_target=None if self.credit is None else self.credit.demand())  # Q1
-        meta = self._metas.get(ev_)
-        if meta is None:
-            meta = self._metas[ev_] = DatagramMeta(self.ep.address, self.peer, ev_,
-                                                   self.cfg.port, ECT0, 0)
-        return seal((head, item.header(p.index), payload), meta), meta
+        return seal((head, item.header(p.index), item.payload_of(p.index)), meta)
 
     def _control(self, ctl: int, psn: int, payload: int, retx: bool,
                  ev_: int | None = None) -> tuple[bytes, DatagramMeta]:
@@ -388,9 +421,9 @@ class Initiator(PdcSide):
         elif a.cc_type == CC_TYPE_CREDIT and self.credit is not None:
             self.credit.granted(now, a.credit)  # Q2
         if a.m:
-            self.cc.on_ce(now, acked_bytes)
-        self.cc.on_ack(now, acked_bytes, rec.inflight, a)
-        self.sel.on_ack(meta.sport, bool(a.m), now)  # A.1: the answer's source port is our EV
+            self.cc.on_ce(now=now, size=acked_bytes)
+        self.cc.on_ack(now=now, size=acked_bytes, inflight=rec.inflight, ack=a)
+        self.sel.on_ack(now=now, ev=meta.sport, ce=bool(a.m))  # A.1: its source port is our EV
         if a.p and not progress:
             # I8: a probe's answer shows the base PSN still missing: if its last copy went on
             # an EV not known to work, resend it now (H3 picks the EV this answer proved)
@@ -413,8 +446,8 @@ class Initiator(PdcSide):
             return
         sel, cc = self.sel, self.cc
         for ev_, bits in reflected(a.ccx_state):
-            sel.on_signal(ev_, bits, now)
-            cc.on_signal(now, ev_, bits)
+            sel.on_signal(now=now, ev=ev_, bits=bits)
+            cc.on_signal(now=now, ev=ev_, bits=bits)
 
     def _sack(self, a: Ack, base: int, acked_bytes: int, now: float) -> tuple[int, bool]:
         bm = a.sack_bitmap
@@ -502,8 +535,8 @@ class Initiator(PdcSide):
             stats["close_nacked"] += 1
             ep.closed_initiator(self)
             return
-        self.cc.on_nack(now, code, p.length)
-        self.sel.on_nack(meta.sport, code, now)  # A.1: the EV the NACK copies
+        self.cc.on_nack(now=now, size=p.length, code=code)
+        self.sel.on_nack(now=now, ev=meta.sport, code=code)  # A.1: the EV the NACK copies
         what = reaction(code).pdc
         if what in (RESEND_NOW, RESEND_LATER, BACKOFF):
             self._nack_resend(p, code, what, now)

@@ -81,9 +81,18 @@ class RequestHeader:
     _psn, _clr, _ar, _retx, _nh = (_REQ0.shift[n] for n in (
         "psn", "clear_psn_offset", "ar", "retx", "next_hdr"))
 
+    # where pack ORs the per-packet fields of the established form, for a builder that writes
+    # them itself (uet.native.txbuild): PSN, CLEAR_PSN offset, AR, next_hdr
+    SHIFTS = (_psn, _clr, _ar, _nh)
+
     def __init__(self, ptype: int, spdcid: int, dpdcid: int = 0):
         self._const = _REQ0.const({"type": ptype, "spdcid": spdcid, "dpdcid": dpdcid, "syn": 0})
         self._syn_const = _REQ1.const({"type": ptype, "spdcid": spdcid, "syn": 1})
+
+    @property
+    def const(self) -> int:
+        """The established form's constant fields (type, SPDCID, DPDCID) as an integer."""
+        return self._const
 
     def pack(self, next_hdr: int, psn: int, clear_offset: int, *, ar: bool, retx: bool,
              psn_offset: int | None, credit_target: int | None = None) -> bytes:

@@ -132,20 +132,21 @@ class Recovery:
 
     # --- sending -------------------------------------------------------------------------------
     def on_sent(self, p: SentPacket, now: float, ev: int, retx: bool) -> None:
-        self.seq += 1
-        p.seq = self.seq
+        """``p`` went out on ``ev`` (every transmission, new or resent, comes here)."""
+        seq = self.seq = self.seq + 1
+        p.seq = seq
         p.xmits += 1
         p.sent = now
         p.state = INFLIGHT
         p.ev = ev
         self.inflight += p.length
-        self.sent_q.append((self.seq, p))
+        self.sent_q.append((seq, p))
         self.last_tx = now
         if self.last_progress == 0.0:
             self.last_progress = now
         if retx:
             self.stats["retransmissions"] += 1
-        self.cc.on_send(now, p.length, retx)
+        self.cc.on_send(now=now, size=p.length, retx=retx)
 
     # --- timers --------------------------------------------------------------------------------
     def rto(self) -> float:
@@ -257,8 +258,8 @@ class Recovery:
         self.last_progress = now
         self.backoff = min(self.backoff * 2, BACKOFF_CAP)
         self.rto_not_before = now + self.rto()  # I8
-        self.cc.on_timeout(now)
-        self.sel.on_timeout(now)
+        self.cc.on_timeout(now=now)
+        self.sel.on_timeout(now=now)
 
     def _on_tlp(self, now: float) -> None:
         newest = None  # I9: ACK_REQ for the newest outstanding PSN
@@ -278,8 +279,8 @@ class Recovery:
             self.inflight -= p.length
         p.state = LOST
         self.retx_q.append(p.psn)
-        self.cc.on_loss(now, p.length)
-        self.sel.on_loss(p.ev, now)
+        self.cc.on_loss(now=now, size=p.length)
+        self.sel.on_loss(now=now, ev=p.ev)
 
     def _reorder_window(self) -> float:
         m = self.min_rtt if self.min_rtt < INF else self.cfg.rto_initial
@@ -310,7 +311,7 @@ class Recovery:
         """I6 / I7: ``p`` newly known to have arrived (CACKed or SACKed)."""
         if p.state == INFLIGHT:
             self.inflight -= p.length
-        self.sel.on_delivered(p.ev, now)
+        self.sel.on_delivered(now=now, ev=p.ev)
         rtt = now - p.sent
         if p.xmits > 1 and self.min_rtt < INF and rtt < SPURIOUS_RTT_FRACTION * self.min_rtt:
             # spurious: the original arrived; widen the reorder window (I7)
@@ -344,7 +345,7 @@ class Recovery:
         else:
             self.rttvar += RTT_BETA * (abs(self.srtt - rtt) - self.rttvar)
             self.srtt += RTT_ALPHA * (rtt - self.srtt)
-        self.cc.on_rtt_sample(now, rtt)
+        self.cc.on_rtt_sample(now=now, rtt=rtt)
 
     def progress(self, now: float) -> None:
         """Something new arrived: the timers start over."""

@@ -179,7 +179,7 @@ class RudiEndpoint(Outbox):
                 continue
             o.retx += 1
             self.stats["rto_retransmissions"] += 1
-            self.sel.on_loss(o.sport, now)
+            self.sel.on_loss(now=now, ev=o.sport)
             o.rto = min(o.rto * 2, self.config.rto_max)
             self._transmit(o, now, retx=True)
 
@@ -292,8 +292,8 @@ class RudiEndpoint(Outbox):
             if o is None:
                 return
             del self._out[pid]
-            self.sel.on_delivered(meta.sport, now)  # U3: this EV works both ways (U11)
-            self.sel.on_ack(meta.sport, bool(data[1] & 0x20), now)
+            self.sel.on_delivered(now=now, ev=meta.sport)  # U3: this EV works both ways (U11)
+            self.sel.on_ack(now=now, ev=meta.sport, ce=bool(data[1] & 0x20))
             self.stats["responses_received"] += 1
             self._events.append(RudiResponse(pid, o.tag, nh, body[8:], bool(data[1] & 0x20)))
         elif ptype == NACK:
@@ -319,7 +319,7 @@ class RudiEndpoint(Outbox):
         o = self._answered(pid, meta, "nack")
         if o is None:
             return
-        self.sel.on_nack(meta.sport, code, now)  # U11: the EV the NACK copies
+        self.sel.on_nack(now=now, ev=meta.sport, code=code)  # U11: the EV the NACK copies
         self.stats["nacks_received"] += 1
         name = NACK_CODE.symbol(code) or f"0x{code:02X}"
         if code in NACK_IGNORE:

@@ -10,7 +10,30 @@ host (uet/host.py) attaches; tests attach recorders.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTemplate:
+    """How an :class:`Outgoing` cuts its requests by one fixed layout (D.3), for a request builder
+    that writes a run of them in one step (:mod:`uet.native.txbuild`) instead of asking
+    :meth:`Outgoing.header` and :meth:`Outgoing.payload_of` packet by packet. Request ``k``
+    carries ``data[k * mtu:(k + 1) * mtu]``; its SES header is ``som`` for k = 0, else ``mid``
+    (``mid_size`` bytes, big-endian) ORed with the payload length at ``len_shift``, the offset
+    ``k * mtu`` at ``off_shift`` and, on the last request, 1 at ``eom_shift``; ``ext`` (the
+    extension header, D.5/D.6) follows every header. The builder's output must equal what
+    ``header(k)`` and ``payload_of(k)`` give (tests/native/test_txbuild.py)."""
+
+    data: memoryview  # the message's bytes
+    mtu: int          # payload bytes per request
+    som: bytes        # the first request's header
+    mid: int          # the other requests' constant header fields
+    mid_size: int     # their header's length in bytes
+    len_shift: int    # payload_length
+    off_shift: int    # message_offset
+    eom_shift: int    # EOM (the last request)
+    ext: bytes        # the extension header of every request
 
 
 class Outgoing(Protocol):
@@ -25,6 +48,10 @@ class Outgoing(Protocol):
 
     def header(self, k: int) -> bytes:
         """The SES header (and extension) of request ``k``."""
+
+    def template(self) -> RequestTemplate | None:
+        """Its requests as one :class:`RequestTemplate`, or None when they are not cut by one
+        (the builder then asks :meth:`header` and :meth:`payload_of`)."""
 
 
 class Upper(Protocol):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import DecodeError
+from ..pds.upper import RequestTemplate
 from ..wire import codec
 from ..wire.fast import chain_reader, fast
 from ..wire.uet_headers import ATOMIC_OPCODES, CSWAP_AMO_OPCODES, RENDEZVOUS_OPCODES
@@ -84,6 +85,10 @@ class SesPacket:
 
     def payload_of(self, k: int) -> bytes:
         return self.payload
+
+    def template(self) -> None:
+        """One request: the builder asks :meth:`header` and :meth:`payload_of`."""
+        return None
 
     def packets(self) -> list["SesPacket"]:
         return [self]
@@ -165,6 +170,7 @@ class Message:
         self._off_shift = mid.shift["message_offset"]
         self._eom = 1 << mid.shift["eom"]
         self._ext = codec(ext_key(opcode, ext)).encode(ext) if ext is not None else b""
+        self._template: RequestTemplate | None = None  # made when the PDS first asks
 
     @property
     def opcode(self) -> int:
@@ -189,6 +195,20 @@ class Message:
         if k + 1 == self.count:
             v |= self._eom
         return v.to_bytes(self._mid_size, "big") + self._ext
+
+    def template(self) -> RequestTemplate | None:
+        """What :meth:`header` and :meth:`payload` do, as constants (uet.pds.upper.Outgoing);
+        None when the data is not plain bytes (a builder would have to copy it first)."""
+        t = self._template
+        if t is None:
+            data = self.data
+            if not (data.itemsize == 1 and data.c_contiguous):
+                return None
+            t = self._template = RequestTemplate(
+                data=data, mtu=self.mtu, som=self._som, mid=self._mid, mid_size=self._mid_size,
+                len_shift=self._len_shift, off_shift=self._off_shift,
+                eom_shift=self._eom.bit_length() - 1, ext=self._ext)
+        return t
 
     def packet(self, k: int) -> SesPacket:
         """Packet ``k`` as header fields (the readable form of :meth:`header`)."""
