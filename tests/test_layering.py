@@ -368,11 +368,6 @@ PRIVATE_ALLOWED = {
     # the PDS/SES seam (issue 28 item 2): the PDS keeps the SES's clock, the SES the PDS's lanes
     ("uet/pds/endpoint.py", "_now"),
     ("uet/ses/lanes.py", "_ACC"), ("uet/ses/lanes.py", "_REQ0"),
-    # the CLI (uet conformance reuses a parser helper of uet.cliargs)
-    ("uet/conformance/command.py", "_byte_count"),
-    # the live IP relay (the network model) builds headers with uet.wire's private helpers
-    ("uet/fabric/iprelay.py", "_eth"), ("uet/fabric/iprelay.py", "_ip_header"),
-    ("uet/fabric/iprelay.py", "_seed"),
 }
 
 

@@ -215,7 +215,8 @@ def integer(lo: int, hi: int, what: str) -> Callable[[str], int]:
     return _ranged(int, lo, hi, what, "integer")
 
 
-def _byte_count(s: str) -> int:
+def parse_byte_count(s: str) -> int:
+    """``64k``, ``16MiB``, ``1.5g``, ``4096``: a byte count (ValueError if it is none)."""
     t = s.strip().lower().removesuffix("ib").removesuffix("b")
     if t and t[-1] in _UNITS:
         v = float(t[:-1]) * _UNITS[t[-1]]
@@ -228,7 +229,7 @@ def _byte_count(s: str) -> int:
 def byte_count(lo: int, hi: int, what: str) -> Callable[[str], int]:
     """A type: a byte count from ``lo`` to ``hi`` with an optional k/m/g/t suffix (``64k``,
     ``16MiB``, ``1.5g``)."""
-    return _ranged(_byte_count, lo, hi, what, "size")
+    return _ranged(parse_byte_count, lo, hi, what, "size")
 
 
 def real(lo: float, hi: float, what: str, *, open_lo: bool = False,

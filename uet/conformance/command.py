@@ -60,7 +60,7 @@ def memory_region(s: str) -> tuple[int, int]:
     what = "expected KEY:LEN, a 64-bit memory key and the region's length, e.g. 0x1234:4096"
     try:
         k, n = s.split(":", 1)
-        key, length = int(k.strip(), 0), cliargs._byte_count(n)
+        key, length = int(k.strip(), 0), cliargs.parse_byte_count(n)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{s or repr(s)}: {what}") from None
     if not (0 <= key < 1 << 64 and 1 <= length < 1 << 32):

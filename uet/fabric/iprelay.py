@@ -37,8 +37,8 @@ from .. import UET_IP_PROTO, native
 from ..addresses import canonical as _canon
 from ..addresses import family_of
 from ..rawip import RawBatch, raw_socket
-from ..wire.build import DSCP_TRIMMED, _eth, _ip_header
-from ..wire.ipencap import ENTROPY_LEN, _seed, entropy_header, entropy_of
+from ..wire.build import DSCP_TRIMMED, ethernet_header, ip_header
+from ..wire.ipencap import ENTROPY_LEN, native_ip_seed, entropy_header, entropy_of
 from ..wire.trailer import TRAILER_LEN
 from .paths import ETH_LEN, FWD, REV, UDP_LEN, FabricConfig, Link, flow_rng
 from .relay import BATCH, RECV_SIZE, RELEASE_EVERY, TOS_CONTROL, Fabric, Flow, Hop
@@ -72,7 +72,7 @@ class IpHop(Hop):
 
     def _seeds(self, host: str, port: int, n: int) -> tuple[int, int]:
         """A.3, native coverage: the two addresses alone (the EV is in the payload)."""
-        return _seed(host, self.in_dst), _seed(self.src, self.dst)
+        return native_ip_seed(host, self.in_dst), native_ip_seed(self.src, self.dst)
 
     def as_arrived(self, data: bytes, tos: int) -> bytes:
         """``data`` (as sent on) with the EV and the trailer it arrived with, for the capture."""
@@ -140,8 +140,8 @@ class IpFabric(Fabric):
     def _frame(self, src: str, dst: str, sport: int, dport: int, tos: int, data: bytes,
                link: Link) -> bytes:
         """V4: Ethernet + IP (protocol ``ip_proto``) + the IP payload."""
-        ip = _ip_header(src, dst, self.ip_proto, len(data), tos >> 2, tos & 3, 64)
-        return _eth(ip, True) + ip + data
+        ip = ip_header(src, dst, self.ip_proto, len(data), tos >> 2, tos & 3, 64)
+        return ethernet_header(ip, True) + ip + data
 
     async def _raw_loop(self, sock: socket.socket) -> None:
         """As :meth:`Fabric._recv_loop`, one ``recv`` per datagram (a raw socket hands IPv4's

@@ -60,7 +60,7 @@ def extension_for(opcode: int, ext: Mapping[str, Any], opts: Options = DEFAULT_O
     raise ValueError(f"SES opcode 0x{opcode:02x} carries no extension header")
 
 
-def _ip_header(src: str, dst: str, proto: int, payload_len: int, dscp: int, ecn: int, ttl: int,
+def ip_header(src: str, dst: str, proto: int, payload_len: int, dscp: int, ecn: int, ttl: int,
                ident: int = 0) -> bytes:
     a, b = ipaddress.ip_address(src), ipaddress.ip_address(dst)
     if a.version != b.version:
@@ -91,8 +91,8 @@ def udp_headers(payload_len: int, *, src: str = "10.0.0.1", dst: str = "10.0.0.2
     UDP payload - what :func:`udp_frame` puts before the payload."""
     ulen = 8 + payload_len
     udp = codec("udp").encode({"sport": sport, "dport": dport, "length": ulen, "checksum": 0})
-    ip = _ip_header(src, dst, 17, ulen, dscp, ecn, ttl)
-    return _eth(ip, ethernet) + ip + udp
+    ip = ip_header(src, dst, 17, ulen, dscp, ecn, ttl)
+    return ethernet_header(ip, ethernet) + ip + udp
 
 
 def udp_frame(payload: bytes, *, src: str = "10.0.0.1", dst: str = "10.0.0.2", sport: int = 49152,
@@ -123,8 +123,8 @@ def native_ip_frame(payload: bytes, entropy: int, *, src: str = "10.0.0.1", dst:
     if trailer:
         a, b = ipaddress.ip_address(src), ipaddress.ip_address(dst)
         body = with_trailer(CrcContext(a.packed, b.packed, None), body)
-    ip = _ip_header(src, dst, UET_IP_PROTO, len(body), dscp, ecn, ttl)
-    return _eth(ip, ethernet) + ip + body
+    ip = ip_header(src, dst, UET_IP_PROTO, len(body), dscp, ecn, ttl)
+    return ethernet_header(ip, ethernet) + ip + body
 
 
 def roce_frame(bth: Mapping[str, Any], exts: list[tuple[str, Mapping[str, Any]]] = (),  # type: ignore[assignment]
@@ -139,12 +139,12 @@ def roce_frame(bth: Mapping[str, Any], exts: list[tuple[str, Mapping[str, Any]]]
     body = codec("roce.bth").encode(b) + b"".join(codec(k).encode(f) for k, f in exts) + payload + bytes(pad)
     ulen = 8 + len(body) + 4
     udp = codec("udp").encode({"sport": sport, "dport": 4791, "length": ulen, "checksum": 0})
-    ip = _ip_header(src, dst, 17, ulen, dscp, ecn, ttl)
+    ip = ip_header(src, dst, 17, ulen, dscp, ecn, ttl)
     pkt = ip + udp + body
-    return _eth(ip, ethernet) + pkt + roce_icrc_bytes(pkt)
+    return ethernet_header(ip, ethernet) + pkt + roce_icrc_bytes(pkt)
 
 
-def _eth(ip: bytes, ethernet: bool) -> bytes:
+def ethernet_header(ip: bytes, ethernet: bool) -> bytes:
     if not ethernet:
         return b""
     etype = b"\x08\x00" if ip[0] >> 4 == 4 else b"\x86\xdd"

@@ -25,7 +25,7 @@ _ENTROPY, _IPV4 = codec(ENTROPY), codec("ipv4")
 _SEEDS: dict[tuple[str, str], int] = {}
 
 
-def _seed(src: str, dst: str) -> int:
+def native_ip_seed(src: str, dst: str) -> int:
     """The CRC-32C register after the native-IP context (A.3): source, then destination."""
     k = (src, dst)
     s = _SEEDS.get(k)
@@ -57,7 +57,7 @@ def to_ip_payload(data: bytes | bytearray | memoryview, *, src: str, dst: str, e
     if _is_tss(data):
         return head + bytes(data)
     body = head + bytes(data[:-TRAILER_LEN])
-    return body + native.crc32c(body, _seed(src, dst)).to_bytes(TRAILER_LEN, "big")
+    return body + native.crc32c(body, native_ip_seed(src, dst)).to_bytes(TRAILER_LEN, "big")
 
 
 def from_ip_payload(payload: bytes | bytearray | memoryview, src: str, dst: str,
@@ -76,7 +76,7 @@ def from_ip_payload(payload: bytes | bytearray | memoryview, src: str, dst: str,
     got = int.from_bytes(payload[end:], "big")
     body = rest[:-TRAILER_LEN]
     sealed = seal_udp(body, src, dst, ev, uet_port)
-    if native.crc32c_prefix(payload, end, _seed(src, dst)) != got:
+    if native.crc32c_prefix(payload, end, native_ip_seed(src, dst)) != got:
         # a trailer that did not verify: a UDP-form reader must not find it right
         bad = int.from_bytes(sealed[-TRAILER_LEN:], "big") ^ 1
         sealed = body + bad.to_bytes(TRAILER_LEN, "big")
