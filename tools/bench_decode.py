@@ -8,8 +8,13 @@ run and as wall-clock medians of ``--repeat`` runs:
 * ``uet decode --json FILE > /dev/null``
 * ``tshark -r FILE > /dev/null`` (plain, one summary line per frame), when tshark is installed
 * ``tshark -r FILE -X lua_script:<generated dissector> > /dev/null``, when the generator exists
+* ``tshark -r FILE -T fields -e frame.number``, without and with the generated dissector: the
+  plugin's cost beside tshark's own (``lua_over_tshark`` = frames/s with the plugin divided by
+  frames/s without; 0.5 means the plugin doubles tshark's time per frame)
 
-Prints one JSON object on stdout.
+``--sim`` benchmarks a ``uet sim --bytes 64m --pcap`` capture instead (26,104 frames of 4 KiB
+requests and their ACKs, each with its CRC-32C trailer); ``--pcap FILE`` any capture. Prints one
+JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -56,6 +61,19 @@ def write_capture(path: str, n: int) -> None:
     w.close()
 
 
+def sim_capture(path: str, nbytes: str) -> None:
+    """A seeded ``uet sim`` run's capture (one transfer of ``nbytes`` over 4 paths)."""
+    subprocess.run([sys.executable, "-m", "uet", "sim", "--bytes", nbytes, "--seed", "1", "--pcap", path,
+                    "--json"], stdout=subprocess.DEVNULL, check=True)
+
+
+def count_frames(path: str) -> int:
+    from scapy.utils import RawPcapReader
+
+    with RawPcapReader(path) as rd:
+        return sum(1 for _ in rd)
+
+
 def timed(cmd: list[str], repeat: int) -> float:
     runs = []
     for _ in range(repeat):
@@ -65,38 +83,75 @@ def timed(cmd: list[str], repeat: int) -> float:
     return statistics.median(runs)
 
 
+def plugin_cost(pcap: str, lua: str, frames: int, repeat: int) -> dict[str, object]:
+    """tshark's frames/s on ``pcap`` printing only frame numbers, without and with the plugin."""
+    from uet.wireshark import tshark_command
+    from uet.wireshark.tshark import probe
+
+    ts = probe()
+    if ts.usable:
+        return {"plugin": ts.usable}
+    out: dict[str, object] = {}
+    fields = ["-T", "fields", "-e", "frame.number"]
+    plain = tshark_command(pcap, [], output=None, tshark=ts.exe, run_as=ts.run_as) + fields
+    with_lua = tshark_command(pcap, lua, output=None, tshark=ts.exe, run_as=ts.run_as) + fields
+    out["fields_command"] = " ".join(with_lua)
+    t_plain, t_lua = timed(plain, repeat), timed(with_lua, repeat)
+    out.update(tshark_fields_s=round(t_plain, 3), tshark_fields_fps=round(frames / t_plain),
+               tshark_fields_lua_s=round(t_lua, 3), tshark_fields_lua_fps=round(frames / t_lua),
+               lua_over_tshark=round(t_plain / t_lua, 3),
+               # what the plugin adds to each frame (its load time, about 30 ms, spread over the capture)
+               lua_extra_us_per_frame=round((t_lua - t_plain) / frames * 1e6, 1))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--frames", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--frames", type=int, default=100_000, help="frames of the generated mix (default 100000)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per command; the median is reported (default 3)")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--sim", action="store_true", help="benchmark a uet sim capture (--sim-bytes) instead")
+    src.add_argument("--pcap", metavar="FILE", help="benchmark this capture instead")
+    ap.add_argument("--sim-bytes", default="64m", help="bytes of the --sim transfer (default 64m: 26,104 frames)")
     args = ap.parse_args()
 
-    result: dict[str, object] = {"frames": args.frames, "native_backend": native.BACKEND}
+    result: dict[str, object] = {"native_backend": native.BACKEND}
     with tempfile.TemporaryDirectory() as tmp:
-        pcap = os.path.join(tmp, "bench.pcap")
-        write_capture(pcap, args.frames)
+        os.chmod(tmp, 0o755)  # tshark may run as an unprivileged user (uet.wireshark.tshark)
+        if args.pcap:
+            pcap = os.path.abspath(args.pcap)
+            result["capture"] = pcap
+        elif args.sim:
+            pcap = os.path.join(tmp, "sim.pcap")
+            sim_capture(pcap, args.sim_bytes)
+            result["capture"] = f"uet sim --bytes {args.sim_bytes} --seed 1 --pcap"
+        else:
+            pcap = os.path.join(tmp, "bench.pcap")
+            write_capture(pcap, args.frames)
+            result["capture"] = "generated mix"
+        frames = args.frames if not (args.pcap or args.sim) else count_frames(pcap)
+        result["frames"] = frames
         result["capture_bytes"] = os.path.getsize(pcap)
         t = timed([sys.executable, "-m", "uet", "decode", "--json", pcap], args.repeat)
         result["uet_decode_json_s"] = round(t, 3)
-        result["uet_decode_json_fps"] = round(args.frames / t)
+        result["uet_decode_json_fps"] = round(frames / t)
         tshark = shutil.which("tshark")
         if tshark:
             t = timed([tshark, "-n", "-r", pcap], args.repeat)
             result["tshark_s"] = round(t, 3)
-            result["tshark_fps"] = round(args.frames / t)
+            result["tshark_fps"] = round(frames / t)
             result["uet_vs_tshark"] = round(result["uet_decode_json_fps"] / result["tshark_fps"], 2)  # type: ignore[operator]
-            try:
-                from uet.wireshark import tshark_command  # type: ignore[attr-defined]
-                from uet.wireshark.lua import generate_lua
+            from uet.wireshark import tshark_command
+            from uet.wireshark.lua import generate_lua
 
-                lua = os.path.join(tmp, "uet.lua")
-                with open(lua, "w") as fh:
-                    fh.write(generate_lua())
-                t = timed(tshark_command(pcap, lua), args.repeat)
-                result["tshark_lua_s"] = round(t, 3)
-                result["tshark_lua_fps"] = round(args.frames / t)
-            except ImportError:
-                result["tshark_lua"] = "generator not available"
+            lua = os.path.join(tmp, "uet.lua")
+            with open(lua, "w") as fh:
+                fh.write(generate_lua())
+            os.chmod(lua, 0o644)
+            t = timed(tshark_command(pcap, lua), args.repeat)
+            result["tshark_lua_s"] = round(t, 3)
+            result["tshark_lua_fps"] = round(frames / t)
+            result.update(plugin_cost(pcap, lua, frames, args.repeat))
         else:
             result["tshark"] = "not installed"
     print(json.dumps(result))

@@ -16,45 +16,74 @@ for i = 1, 53 do POW2[i] = POW2[i - 1] * 2 end
 local floor, min, max, sbyte, schar, fmt = math.floor, math.min, math.max, string.byte, string.char, string.format
 local OPT = {}  -- decoder options, read from the preferences
 
--- CRC-32C (Castagnoli, reflected 0x82F63B78) and CRC-32 (IEEE, reflected 0xEDB88320), table
--- driven. The register is kept as four bytes and the XOR of two bytes is a table lookup, so the
--- inner loop makes no function calls (about 6 MB/s on Lua 5.2; the interpreter is the limit).
-local XOR8 = {}
-for a = 0, 255 do
-  for b = 0, 255 do XOR8[a * 256 + b] = bxor(a, b) end
-end
+-- CRC-32C (Castagnoli, reflected 0x82F63B78) and CRC-32 (IEEE, reflected 0xEDB88320), sliced by
+-- CRC_SLICE bytes: T[k][b] is the CRC register after byte b and k zero bytes, so one block of
+-- CRC_SLICE bytes costs one string.byte call, one table lookup per byte and one XOR of them all
+-- (bit32.bxor takes any number of arguments; Lua 5.3+ has the ~ operator). The block function is
+-- unrolled once at load time (load() of generated text; 64 bytes keep the call within Lua 5.2's
+-- register limit): 12 ns a byte on Lua 5.2 and 6 on Lua 5.4, 8-10 times faster than a loop over
+-- single bytes. The interpreter is the limit: a 4 KiB packet still costs about 50 us.
+local CRC_SLICE = 64
 local function crc_table(poly)
-  local t0, t1, t2, t3 = {}, {}, {}, {}
+  local t = { [0] = {} }
+  local t0 = t[0]
   for i = 0, 255 do
     local c = i
     for _ = 1, 8 do
       if c % 2 == 1 then c = bxor(rshift(c, 1), poly) else c = rshift(c, 1) end
     end
-    t0[i], t1[i], t2[i], t3[i] = c % 256, floor(c / 256) % 256, floor(c / 65536) % 256, floor(c / 16777216)
+    t0[i] = c
   end
-  return { t0, t1, t2, t3 }
+  for k = 1, CRC_SLICE - 1 do
+    local prev, cur = t[k - 1], {}
+    for i = 0, 255 do
+      local c = prev[i]
+      cur[i] = bxor(t0[c % 256], rshift(c, 8))
+    end
+    t[k] = cur
+  end
+  return t
 end
 local T32C, T32 = crc_table(0x82F63B78), crc_table(0xEDB88320)
--- continue a finished CRC value over the bytes of string s (crc(b, crc(a)) == crc(a .. b))
-local function crc_update(t, crc, s)
-  local t0, t1, t2, t3 = t[1], t[2], t[3], t[4]
-  local c = bxor(crc, 0xFFFFFFFF)
-  local c0, c1, c2, c3 = c % 256, floor(c / 256) % 256, floor(c / 65536) % 256, floor(c / 16777216)
-  local n = #s
-  local i = 1
-  while i <= n do
-    local j = min(i + 4095, n)
-    local bytes = { sbyte(s, i, j) }
-    for k = 1, #bytes do
-      local x = XOR8[c0 * 256 + bytes[k]]
-      c0 = XOR8[t0[x] * 256 + c1]
-      c1 = XOR8[t1[x] * 256 + c2]
-      c2 = XOR8[t2[x] * 256 + c3]
-      c3 = t3[x]
-    end
-    i = j + 1
+
+-- crc_update(t, crc, s): continue a finished CRC value over the bytes of string s
+-- (crc(b, crc(a)) == crc(a .. b)); t is T32C or T32.
+local crc_update
+do
+  local N, native = CRC_SLICE, not bit32
+  local tl, bl, terms = {}, {}, {}
+  for k = 0, N - 1 do tl[#tl + 1] = "t" .. k end
+  for i = 1, N do bl[#bl + 1] = "b" .. i end
+  for i = 1, 4 do terms[i] = "t" .. (N - i) .. "[c" .. (i - 1) .. "]" end
+  for i = 5, N do terms[i] = "t" .. (N - i) .. "[b" .. i .. "]" end
+  local mix, split, fold, tail
+  if native then
+    mix = "local x = c ~ (b1 | b2 << 8 | b3 << 16 | b4 << 24)"
+    split = "local c0, c1, c2, c3 = x & 255, (x >> 8) & 255, (x >> 16) & 255, x >> 24"
+    fold = "c = " .. table.concat(terms, " ~ ")
+    tail = "c = t0[(c ~ sbyte(s, i)) & 255] ~ (c >> 8)"
+  else
+    mix = "local x = bxor(c, ((b4 * 256 + b3) * 256 + b2) * 256 + b1)"
+    split = "local c0 = x % 256; x = (x - c0) / 256; local c1 = x % 256; x = (x - c1) / 256; " ..
+            "local c2 = x % 256; local c3 = (x - c2) / 256"
+    fold = "c = bxor(" .. table.concat(terms, ", ") .. ")"
+    tail = "c = bxor(t0[bxor(c, sbyte(s, i)) % 256], rshift(c, 8))"
   end
-  return bxor(((c3 * 256 + c2) * 256 + c1) * 256 + c0, 0xFFFFFFFF)
+  local src = table.concat({
+    "local bxor, rshift, sbyte, unpack = ...",
+    "return function(t, crc, s)",
+    "  local " .. table.concat(tl, ", ") .. " = unpack(t, 0, " .. (N - 1) .. ")",
+    "  local c = bxor(crc, 0xFFFFFFFF)",
+    "  local n, i = #s, 1",
+    "  while i + " .. (N - 1) .. " <= n do",
+    "    local " .. table.concat(bl, ", ") .. " = sbyte(s, i, i + " .. (N - 1) .. ")",
+    "    " .. mix, "    " .. split, "    " .. fold,
+    "    i = i + " .. N,
+    "  end",
+    "  while i <= n do " .. tail .. "; i = i + 1 end",
+    "  return bxor(c, 0xFFFFFFFF)",
+    "end" }, "\n")
+  crc_update = load(src, "=crc_update", "t")(bxor, rshift, sbyte, table.unpack or unpack)
 end
 
 -- bits of a header held in the Lua string raw: b = first byte (0-based), nb bytes, pad = bits

@@ -85,6 +85,68 @@ local function report(item, ef, range, msg, probs)
   if probs then probs[#probs + 1] = msg end
 end
 
+-- Per-packet work is kept flat: what depends only on the layout is computed here, once, at load
+-- time: each header's title text (text) and the value table of each field name (enum_of, for the
+-- Info column); each variant's reserved and enum fields in lists of their own (rsvd, enums); each
+-- numeric field's divisor and modulus (q = 2^pad, m = 2^width) and whether it covers the same
+-- bytes as the field added before it (same: that field's TvbRange is reused).
+for _, h in pairs(H) do
+  h.text = h.title .. " [uet-facts " .. h.ref .. "]"
+  h.enum_of = {}
+  for _, var in ipairs(h.vars) do
+    var.rsvd, var.enums = {}, {}
+    local prev = nil
+    for _, d in ipairs(var.fields) do
+      if d.w <= 32 then d.q, d.m = POW2[d.p], POW2[d.w] end
+      if d.k == K_RSVD then
+        var.rsvd[#var.rsvd + 1] = d
+      else
+        d.same = prev ~= nil and prev.b == d.b and prev.l == d.l
+        prev = d
+      end
+      if d.e then
+        var.enums[#var.enums + 1] = d
+        if h.enum_of[d.n] == nil then h.enum_of[d.n] = d.e end
+      end
+    end
+  end
+end
+
+-- the value of numeric field d (width <= 32) of the header bytes in raw
+local function field_value(raw, d)
+  local b, l = d.b, d.l
+  local acc
+  if l == 1 then
+    acc = sbyte(raw, b + 1)
+  elseif l == 2 then
+    local x1, x2 = sbyte(raw, b + 1, b + 2)
+    acc = x1 * 256 + x2
+  else
+    acc = 0
+    for i = b + 1, b + l do acc = acc * 256 + sbyte(raw, i) end
+  end
+  acc = floor(acc / d.q) % d.m
+  if d.s and acc >= d.m / 2 then acc = acc - d.m end
+  return acc
+end
+
+-- the derived values (clear_psn = psn + offset, ...) of header h, added below its item sub
+local function add_derived(h, sub, v, items, pos)
+  local ds = h.derived
+  for i = 1, #ds do
+    local dv = ds[i]
+    local a, b = v[dv.a], v[dv.b]
+    if a ~= nil and b ~= nil then
+      local x
+      if dv.neg then x = (a - b) % dv.m else x = (a + b) % dv.m end
+      v[dv.n] = x
+      local it = sub:add(dv.f, pos[dv.b], x)
+      it:set_generated()
+      items[dv.n] = it
+    end
+  end
+end
+
 -- Add one header at off, reading no further than limit. Returns values (nil when truncated),
 -- the header's size, its tree item, the values read, the field items by name. unknown (optional):
 -- function(header key, field, value) that words an undefined enum value more precisely (a
@@ -96,126 +158,115 @@ local function add_header(h, tvb, off, limit, parent, E, probs, unknown)
   local size = var.size
   local ilen = min(size, have)
   local sub = parent:add(h.hf, tvb(off, ilen))
-  sub:set_text(h.title .. " [uet-facts " .. h.ref .. "]")
+  sub:set_text(h.text)
   local v, items, pos = {}, {}, {}
-  for _, d in ipairs(var.fields) do
-    if d.b + d.l > have then break end
-    local k = d.k
+  local fields = var.fields
+  local r = nil
+  for i = 1, #fields do
+    local d = fields[i]
+    local b, l, k = d.b, d.l, d.k
+    if b + l > have then break end
     if k ~= K_RSVD then
-      local r = tvb(off + d.b, d.l)
-      pos[d.n] = r
-      if k == K_UINT or k == K_FLAG then
-        v[d.n] = getv(raw, d.b, d.l, d.p, d.w)
-        items[d.n] = sub:add(d.f, r)
-      elseif k == K_INT or k == K_NUMX then
-        local x = getv(raw, d.b, d.l, d.p, d.w)
-        if d.s and x >= POW2[d.w - 1] then x = x - POW2[d.w] end
-        v[d.n] = x
-        if k == K_INT then items[d.n] = sub:add(d.f, r) else items[d.n] = sub:add(d.f, r, x) end
+      if not d.same then r = tvb(off + b, l) end
+      local n = d.n
+      pos[n] = r
+      if k == K_UINT or k == K_FLAG or k == K_INT then
+        v[n] = field_value(raw, d)
+        items[n] = sub:add(d.f, r)
+      elseif k == K_NUMX then
+        local x = field_value(raw, d)
+        v[n] = x
+        items[n] = sub:add(d.f, r, x)
       elseif k == K_U64 or k == K_BYTES then
-        items[d.n] = sub:add(d.f, r)
+        items[n] = sub:add(d.f, r)
       elseif k == K_U64X then
-        local x = r:uint64():band(UInt64.new(d.mlo, d.mhi)):rshift(d.p)
-        items[d.n] = sub:add(d.f, r, x)
+        items[n] = sub:add(d.f, r, r:uint64():band(UInt64.new(d.mlo, d.mhi)):rshift(d.p))
       elseif k == K_BYTESX then
-        items[d.n] = sub:add(d.f, r, masked_bytes(raw, d.b, d.l, d.p, d.w))
-      end
-    end
-  end
-  local function derive()
-    for _, dv in ipairs(h.derived) do
-      local a, b = v[dv.a], v[dv.b]
-      if a ~= nil and b ~= nil then
-        local x
-        if dv.neg then x = (a - b) % dv.m else x = (a + b) % dv.m end
-        v[dv.n] = x
-        local it = sub:add(dv.f, pos[dv.b], x)
-        it:set_generated()
-        items[dv.n] = it
+        items[n] = sub:add(d.f, r, masked_bytes(raw, b, l, d.p, d.w))
       end
     end
   end
   if have < size then
-    derive()
+    add_derived(h, sub, v, items, pos)
     report(sub, E.truncated, tvb(off, ilen), fmt("%s: truncated: needs %d bytes, %d left", h.key, size, have), probs)
     return nil, size, sub, v, items
   end
-  for _, d in ipairs(var.fields) do
-    if d.k == K_RSVD then
-      local hx = bits_hex(raw, d.b, d.l, d.p, d.w)
-      if hx then
-        report(sub, E.reserved, tvb(off + d.b, d.l),
-               fmt("%s: reserved bits %d-%d are set (0x%s)", h.key, d.o, d.o + d.w - 1, hx), probs)
+  local rsvd = var.rsvd
+  for i = 1, #rsvd do
+    local d = rsvd[i]
+    local hx = bits_hex(raw, d.b, d.l, d.p, d.w)
+    if hx then
+      report(sub, E.reserved, tvb(off + d.b, d.l),
+             fmt("%s: reserved bits %d-%d are set (0x%s)", h.key, d.o, d.o + d.w - 1, hx), probs)
+    end
+  end
+  local enums = var.enums
+  for i = 1, #enums do
+    local d = enums[i]
+    local x = v[d.n]
+    if x ~= nil and d.e[x] == nil then
+      local better = unknown and unknown(h.key, d.n, x)
+      if better then
+        report(sub, E.protocol or E.unknown, pos[d.n], better, probs)
+      else
+        report(sub, E.unknown, pos[d.n], fmt("%s: %s = %d (0x%X) is not a known %s value", h.key, d.n, x, x, d.en), probs)
       end
     end
   end
-  for _, d in ipairs(var.fields) do
-    if d.e then
-      local x = v[d.n]
-      if x ~= nil and d.e[x] == nil then
-        local better = unknown and unknown(h.key, d.n, x)
-        if better then
-          report(sub, E.protocol or E.unknown, pos[d.n], better, probs)
-        else
-          report(sub, E.unknown, pos[d.n], fmt("%s: %s = %d (0x%X) is not a known %s value", h.key, d.n, x, x, d.en), probs)
-        end
-      end
-    end
-  end
-  derive()
+  add_derived(h, sub, v, items, pos)
   return v, size, sub, v, items
 end
 
 -- the innermost instance of a field that lies before the given data-source offset
 local fx = {
   ip = Field.new("ip"), ipv6 = Field.new("ipv6"), udp = Field.new("udp"), frame = Field.new("frame"),
-  ip_src = Field.new("ip.src"), ip_dst = Field.new("ip.dst"),
-  ip6_src = Field.new("ipv6.src"), ip6_dst = Field.new("ipv6.dst"),
-  dscp4 = Field.new("ip.dsfield.dscp"), dscp6 = Field.new("ipv6.tclass.dscp"),
 }
+local function pick_last(limit, best, fi, ...)
+  if fi == nil then return best end
+  if fi.offset < limit and (best == nil or fi.offset > best.offset) then best = fi end
+  return pick_last(limit, best, ...)
+end
 local function last_before(f, limit)
-  local best
-  for _, fi in ipairs({ f() }) do
-    if fi.offset < limit and (best == nil or fi.offset > best.offset) then best = fi end
-  end
-  return best
+  return pick_last(limit, nil, f())
 end
 
--- CRC-32C seed of the trailer context (design.md "Defaults", uet/wire/trailer.py), nil if unknown
-local function crc_seed(tvb, ip_mode)
-  local lim = tvb:offset()
-  local s4, s6 = last_before(fx.ip_src, lim), last_before(fx.ip6_src, lim)
-  local src, dst
-  if s4 and (s6 == nil or s4.offset > s6.offset) then
-    src, dst = s4, last_before(fx.ip_dst, lim)
-  elseif s6 then
-    src, dst = s6, last_before(fx.ip6_dst, lim)
+-- The innermost IP header before the data-source offset lim: its item and version (4 or 6), or
+-- nil. Its source and destination addresses and DSCP are read from its bytes, so one packet needs
+-- two field extractors here instead of six (ip.src, ip.dst, ipv6.src, ... each cost a lookup).
+local function innermost_ip(lim)
+  local i4, i6 = last_before(fx.ip, lim), last_before(fx.ipv6, lim)
+  if i4 and (i6 == nil or i4.offset > i6.offset) then
+    if i4.len >= 20 then return i4, 4 end
+  elseif i6 and i6.len >= 40 then
+    return i6, 6
   end
-  if src == nil or dst == nil then return nil end
-  local crc = crc_update(T32C, 0, src.range:raw() .. dst.range:raw())
-  if not ip_mode then
-    local u = last_before(fx.udp, lim)
-    if u == nil or u.len < 8 then return nil end
-    crc = crc_update(T32C, crc, u.range:raw(0, 6) .. "\0\0")
-  end
-  return crc
-end
-
-local function dscp_of(tvb)
-  local lim = tvb:offset()
-  local d4, d6 = last_before(fx.dscp4, lim), last_before(fx.dscp6, lim)
-  if d4 and (d6 == nil or d4.offset > d6.offset) then return d4.value end
-  if d6 then return d6.value end
   return nil
 end
 
+-- CRC-32C seed of the trailer context (uet/wire/trailer.py: source and destination address, then
+-- in UDP mode the UDP header with its checksum zeroed), nil if unknown
+local function crc_seed(tvb, ip_mode, ipfi, ipv)
+  if ipfi == nil then return nil end
+  local addrs
+  if ipv == 4 then addrs = ipfi.range:raw(12, 8) else addrs = ipfi.range:raw(8, 32) end
+  if ip_mode then return crc_update(T32C, 0, addrs) end
+  local u = last_before(fx.udp, tvb:offset())
+  if u == nil or u.len < 8 then return nil end
+  return crc_update(T32C, 0, addrs .. u.range:raw(0, 6) .. "\0\0")
+end
+
+-- the DSCP of IP header ipfi (version ipv), nil without one
+local function dscp_of(ipfi, ipv)
+  if ipfi == nil then return nil end
+  local b0, b1 = sbyte(ipfi.range:raw(0, 2), 1, 2)
+  if ipv == 4 then return floor(b1 / 4) end
+  return floor(((b0 % 16) * 16 + floor(b1 / 16)) / 4)
+end
+
+-- the symbol of value x of field `field` of header h (its first declaration's value table)
 local function sym(h, field, x)
-  for _, var in ipairs(h.vars) do
-    for _, d in ipairs(var.fields) do
-      if d.n == field and d.e then return d.e[x] end
-    end
-  end
-  return nil
+  local t = h.enum_of[field]
+  return t and t[x]
 end
 
 local function name_or_num(tbl, x)

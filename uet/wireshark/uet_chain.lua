@@ -48,10 +48,12 @@ end
 
 -- The UET packet chain: [entropy] -> TSS | PDS -> SES (by next_hdr) -> SES extension (by opcode)
 -- -> payload -> CRC-32C trailer; mirrors uet/wire/packet.py decode_uet().
+-- The options (OPT) are read at load time and again by proto.prefs_changed, which Wireshark calls
+-- after `-o` settings and every change in the preferences dialog: not once per packet.
+local PROTOCOL_COLUMN = PN:upper()
 local function dissect_uet(tvb, pinfo, root, ip_mode)
-  read_prefs()
   local n = tvb:len()
-  pinfo.cols.protocol = PN:upper()
+  pinfo.cols.protocol = PROTOCOL_COLUMN
   local top = root:add(proto, tvb())
   if REG_NOTE then top:add(F["uet:note"], tvb(0, 0), REG_NOTE):set_generated() end
   local probs = {}
@@ -66,6 +68,7 @@ local function dissect_uet(tvb, pinfo, root, ip_mode)
     off = sz
   end
   local endp = n
+  local ipfi, ipv = innermost_ip(tvb:offset())
   local crc_value, crc_ok, crc_have, crc_msg = nil, nil, false, nil
   local crc_computed = nil
   local is_tss = off < n and floor(tvb(off, 1):uint() / 8) == 1
@@ -74,7 +77,7 @@ local function dissect_uet(tvb, pinfo, root, ip_mode)
     -- F: the 16-byte GCM tag replaces the CRC trailer; cut after the TSS header is read
   elseif mode ~= "none" and endp - off >= CRC_TRAILER_LEN then
     local carried = tvb(n - CRC_TRAILER_LEN, CRC_TRAILER_LEN):uint()
-    local seed = crc_seed(tvb, ip_mode)
+    local seed = crc_seed(tvb, ip_mode, ipfi, ipv)
     if seed ~= nil then crc_computed = crc_update(T32C, seed, tvb:raw(0, n - CRC_TRAILER_LEN)) end
     if mode == "crc" then
       crc_have, crc_value = true, carried
@@ -232,7 +235,7 @@ local function dissect_uet(tvb, pinfo, root, ip_mode)
       report(ci, EF.crc, nil, crc_msg, probs)
     end
   end
-  local dscp = dscp_of(tvb)
+  local dscp = dscp_of(ipfi, ipv)
   if dscp == 11 then
     report(top, EF.trimmed, nil, "DSCP 11: packet trimmed by the fabric (C.6)", nil)
     info[#info + 1] = "[trimmed]"
