@@ -1,6 +1,7 @@
 /* uet receive lane: see rxlane.h.  The readable reference of every step is the Python named
- * beside it (uet/pds/fastpath.py receive_request, uet/ses/fastpath.py take); the differential
- * tests in tests/native/test_rxlane.py hold them equal. */
+ * beside it (uet/pds/endpoint.py _receive, uet/pds/target.py on_request, record and acknowledge,
+ * uet/ses/target.py for the SES packet); the differential tests in tests/native/test_rxlane.py
+ * and tests/pds/test_fastpath.py hold them equal. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,10 +66,11 @@ static uint64_t offset16(int32_t d)
 
 static uint32_t pdc_hash(uint16_t pdcid) { return pdcid & (PDC_BUCKETS - 1); }
 
-static uint32_t msg_hash(const uint8_t *peer, uint32_t initiator, uint16_t mid)
+static uint32_t msg_hash(const uint8_t *peer, uint32_t peer_len, uint32_t initiator,
+                         uint16_t mid)
 {
     uint32_t h = 2166136261u;
-    for (int i = 0; i < 4; i++)
+    for (uint32_t i = 0; i < peer_len; i++)
         h = (h ^ peer[i]) * 16777619u;
     h = (h ^ initiator) * 16777619u;
     h = (h ^ mid) * 16777619u;
@@ -132,17 +134,20 @@ void uet_rx_pdc_remove(uet_rx_ep *ep, uet_rx_pdc *pdc)
         }
 }
 
-uet_rx_msg *uet_rx_msg_add(uet_rx_ep *ep, const char *peer_bytes, uint32_t initiator,
-                           uint16_t message_id)
+uet_rx_msg *uet_rx_msg_add(uet_rx_ep *ep, const char *peer_bytes, uint32_t peer_len,
+                           uint32_t initiator, uint16_t message_id)
 {
     const uint8_t *peer = (const uint8_t *)peer_bytes;
+    if (peer_len != 4 && peer_len != 16)
+        return NULL;
     uet_rx_msg *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    memcpy(m->peer, peer, 4);
+    memcpy(m->peer, peer, peer_len);
+    m->peer_len = (uint8_t)peer_len;
     m->initiator = initiator;
     m->message_id = message_id;
-    uint32_t b = msg_hash(peer, initiator, message_id);
+    uint32_t b = msg_hash(peer, peer_len, initiator, message_id);
     m->next = ep->msgs[b];
     ep->msgs[b] = m;
     return m;
@@ -150,7 +155,8 @@ uet_rx_msg *uet_rx_msg_add(uet_rx_ep *ep, const char *peer_bytes, uint32_t initi
 
 void uet_rx_msg_remove(uet_rx_ep *ep, uet_rx_msg *msg)
 {
-    for (uet_rx_msg **pp = &ep->msgs[msg_hash(msg->peer, msg->initiator, msg->message_id)]; *pp;
+    for (uet_rx_msg **pp = &ep->msgs[msg_hash(msg->peer, msg->peer_len, msg->initiator,
+                                              msg->message_id)]; *pp;
          pp = &(*pp)->next)
         if (*pp == msg) {
             *pp = msg->next;
@@ -167,31 +173,34 @@ static uet_rx_pdc *find_pdc(const uet_rx_ep *ep, uint16_t pdcid)
     return NULL;
 }
 
-static uet_rx_msg *find_msg(const uet_rx_ep *ep, const uint8_t *peer, uint32_t initiator,
-                            uint16_t mid)
+static uet_rx_msg *find_msg(const uet_rx_ep *ep, const uint8_t *peer, uint32_t alen,
+                            uint32_t initiator, uint16_t mid)
 {
-    for (uet_rx_msg *m = ep->msgs[msg_hash(peer, initiator, mid)]; m; m = m->next)
-        if (m->message_id == mid && m->initiator == initiator && !memcmp(m->peer, peer, 4))
+    for (uet_rx_msg *m = ep->msgs[msg_hash(peer, alen, initiator, mid)]; m; m = m->next)
+        if (m->message_id == mid && m->initiator == initiator && m->peer_len == alen
+            && !memcmp(m->peer, peer, alen))
             return m;
     return NULL;
 }
 
-/* The trailer context (A.3, uet/wire/trailer.py udp_seed): addresses, then the UDP header with
- * checksum 0 and a length that counts the trailer. */
-static uint32_t udp_seed(const uint8_t *src, const uint8_t *dst, uint16_t sport, uint16_t dport,
-                         uint32_t udp_len)
+/* The trailer context (A.3, uet/wire/trailer.py udp_seed): the addresses (4 bytes each for IPv4,
+ * 16 for IPv6: ``alen``), then the UDP header with checksum 0 and a length that counts the
+ * trailer. */
+static uint32_t udp_seed(const uint8_t *src, const uint8_t *dst, uint32_t alen, uint16_t sport,
+                         uint16_t dport, uint32_t udp_len)
 {
-    uint8_t ctx[16];
-    memcpy(ctx, src, 4);
-    memcpy(ctx + 4, dst, 4);
-    ctx[8] = (uint8_t)(sport >> 8);
-    ctx[9] = (uint8_t)sport;
-    ctx[10] = (uint8_t)(dport >> 8);
-    ctx[11] = (uint8_t)dport;
-    ctx[12] = (uint8_t)(udp_len >> 8);
-    ctx[13] = (uint8_t)udp_len;
-    ctx[14] = ctx[15] = 0;
-    return uet_crc32c(0, ctx, sizeof ctx);
+    uint8_t ctx[40];
+    memcpy(ctx, src, alen);
+    memcpy(ctx + alen, dst, alen);
+    uint8_t *u = ctx + 2 * alen;
+    u[0] = (uint8_t)(sport >> 8);
+    u[1] = (uint8_t)sport;
+    u[2] = (uint8_t)(dport >> 8);
+    u[3] = (uint8_t)dport;
+    u[4] = (uint8_t)(udp_len >> 8);
+    u[5] = (uint8_t)udp_len;
+    u[6] = u[7] = 0;
+    return uet_crc32c(0, ctx, 2 * alen + 8);
 }
 
 /* Target.send_ack (A2-A4) of uet/pds/target.py for a PDC whose ACKs the lane may build (its
@@ -199,8 +208,8 @@ static uint32_t udp_seed(const uint8_t *src, const uint8_t *dst, uint16_t sport,
  * no stored response): the SACK base tracker (A3), the ACK_CC bytes, the trailer of the answer's
  * context (A4: from the request's destination to its source, the ports as the request had them). */
 static void build_ack(uet_rx_ep *ep, uet_rx_pdc *p, uint32_t psn, int retx, int ce,
-                      const uint8_t *src, const uint8_t *dst, uint16_t sport, uint16_t dport,
-                      uet_rx_ack *ack)
+                      const uint8_t *src, const uint8_t *dst, uint32_t alen, uint16_t sport,
+                      uint16_t dport, uet_rx_ack *ack)
 {
     const uet_rx_layout *L = &ep->L;
     uint32_t cack = uet_psnwin_cack(p->win);
@@ -233,8 +242,8 @@ static void build_ack(uet_rx_ep *ep, uet_rx_pdc *p, uint32_t psn, int retx, int 
     put_field(out, L->rcvd_bytes, (uint64_t)p->rcvd_bytes & 0xFFFFFF);
     put_field(out, L->ooo_count, (uint64_t)p->ooo_count & 0xFFFF);
     /* A4, A.1: the answer swaps the addresses and keeps the ports (to the UET port, from the EV) */
-    uint32_t crc = uet_crc32c(udp_seed(dst, src, sport, dport, UDP_HEADER_LEN + size + TRAILER_LEN),
-                              out, size);
+    uint32_t crc = uet_crc32c(udp_seed(dst, src, alen, sport, dport,
+                                       UDP_HEADER_LEN + size + TRAILER_LEN), out, size);
     out[size] = (uint8_t)(crc >> 24);
     out[size + 1] = (uint8_t)(crc >> 16);
     out[size + 2] = (uint8_t)(crc >> 8);
@@ -243,9 +252,14 @@ static void build_ack(uet_rx_ep *ep, uet_rx_pdc *p, uint32_t psn, int retx, int 
     ep->acks_tx++;
 }
 
-/* uet/ses/fastpath.py take, from its checks to the placement; returns -1 (not taken, nothing
- * changed) or the new bytes placed.  ``ses`` is the SES part of the request. */
-static int64_t ses_take(uet_rx_ep *ep, const uint8_t *peer, uint32_t next_hdr,
+/* The SES target's part (uet/ses/target.py: admission, placement, R3) for the one case it takes:
+ * the standard header (D.3) of a middle packet (no SOM, EOM or IE) of a SEND or TAGGED_SEND whose
+ * message (K1) is in reassembly, not failed (T8), with that opcode and request length, the
+ * payload the packet's and inside the message (T5), not completing it, landing in a reassembly
+ * chunk already in use (a new chunk is charged to the peer's budget, R1 and R2: the
+ * reference's).  Returns -1 (not taken, nothing changed) or the new bytes placed; a repeat is
+ * counted as a duplicate.  ``ses`` is the SES part of the request. */
+static int64_t ses_take(uet_rx_ep *ep, const uint8_t *peer, uint32_t alen, uint32_t next_hdr,
                         const uint8_t *ses, size_t ses_len, double stamp, uet_rx_msg **taken)
 {
     const uet_rx_layout *L = &ep->L;
@@ -259,7 +273,7 @@ static int64_t ses_take(uet_rx_ep *ep, const uint8_t *peer, uint32_t next_hdr,
         || field(ses, L->payload_length) != n || offset + n > length
         || (opcode != L->send_opcode && opcode != L->tagged_send_opcode))
         return -1;
-    uet_rx_msg *m = find_msg(ep, peer, (uint32_t)field(ses, L->initiator),
+    uet_rx_msg *m = find_msg(ep, peer, alen, (uint32_t)field(ses, L->initiator),
                              (uint16_t)field(ses, L->message_id));
     if (!m || !m->live || !m->asm_ || m->opcode != opcode || (int64_t)m->length != length
         || (int64_t)m->got + n >= length)
@@ -287,36 +301,40 @@ static int64_t ses_take(uet_rx_ep *ep, const uint8_t *peer, uint32_t next_hdr,
 }
 
 int uet_rx_take(uet_rx_ep *ep, const char *datagram, size_t n, const char *src_bytes,
-                const char *dst_bytes, uint16_t sport, uint16_t dport, uint8_t dscp, uint8_t ecn,
-                double now, double ses_now, uet_rx_ack *ack)
+                const char *dst_bytes, uint32_t alen, uint16_t sport, uint16_t dport, uint8_t dscp,
+                uint8_t ecn, double now, double ses_now, uet_rx_ack *ack)
 {
     const uint8_t *data = (const uint8_t *)datagram, *src = (const uint8_t *)src_bytes;
     const uint8_t *dst = (const uint8_t *)dst_bytes;
     const uet_rx_layout *L = &ep->L;
-    if (n < L->request_size + TRAILER_LEN || n > 0xFFFF - UDP_HEADER_LEN || dscp == L->dscp_trimmed)
+    if ((alen != 4 && alen != 16) || n < L->request_size + TRAILER_LEN
+        || n > 0xFFFF - UDP_HEADER_LEN || dscp == L->dscp_trimmed)
         return 0; /* R1: trimmed packets are the reference's */
     size_t end = n - TRAILER_LEN;
-    if ((uint32_t)field(data, L->type) != L->rud_req || field(data, L->syn))
+    uint32_t type = (uint32_t)field(data, L->type);
+    if ((type != L->rud_req && type != L->rod_req) || field(data, L->syn))
         return 0;
     uint32_t psn = (uint32_t)field(data, L->psn);
     uet_rx_pdc *p = find_pdc(ep, (uint16_t)field(data, L->dpdcid));
-    if (!p || !p->open || memcmp(p->peer, src, 4)
-        || p->peer_pdcid != (uint16_t)field(data, L->spdcid))
+    if (!p || !p->open || p->peer_len != alen || memcmp(p->peer, src, alen)
+        || p->peer_pdcid != (uint16_t)field(data, L->spdcid) || p->rod != (type == L->rod_req))
         return 0; /* T4-T6 */
     uint32_t cack = uet_psnwin_cack(p->win);
     uint32_t d = psn - cack;
     if (d == 0 || d > p->size || uet_psnwin_test(p->win, psn))
         return 0; /* W1: new and inside the window */
-    uint32_t seed = udp_seed(src, dst, sport, dport, (uint32_t)(UDP_HEADER_LEN + n));
+    if (p->rod && (psn != p->next_deliver || p->rod_held))
+        return 0; /* W4: ROD delivers at once only the next PSN, with nothing buffered */
+    uint32_t seed = udp_seed(src, dst, alen, sport, dport, (uint32_t)(UDP_HEADER_LEN + n));
     uint32_t want = ((uint32_t)data[end] << 24) | ((uint32_t)data[end + 1] << 16)
                     | ((uint32_t)data[end + 2] << 8) | data[end + 3];
     if (uet_crc32c(seed, data, end) != want)
-        return 0; /* R2 */
+        return 5; /* R2: the reference counts it, without checking it again */
     uet_rx_msg *m = NULL;
     double stamp = now > ses_now ? now : ses_now;
-    if (ses_take(ep, src, (uint32_t)field(data, L->next_hdr), data + L->request_size,
+    if (ses_take(ep, src, alen, (uint32_t)field(data, L->next_hdr), data + L->request_size,
                  end - L->request_size, stamp, &m) < 0)
-        return 0;
+        return 4; /* the trailer is good: the reference need not check it again */
     uint32_t plen = (uint32_t)(end - L->request_size);
     int retx = (int)field(data, L->retx), ar = (int)field(data, L->ar);
     if (retx)
@@ -337,6 +355,8 @@ int uet_rx_take(uet_rx_ep *ep, const char *datagram, size_t n, const char *src_b
     int64_t clear = field(data, L->clear_psn_offset);
     if (clear)
         p->clear_psn = (uint32_t)(psn + (uint32_t)clear);
+    if (p->rod)
+        p->next_deliver = psn + 1; /* W4: it was the next, and nothing waits behind it */
     /* A1 */
     uint32_t add = plen > p->ack_gen_min_pkt_add ? plen : p->ack_gen_min_pkt_add;
     int ce = ecn == L->ecn_ce;
@@ -349,7 +369,7 @@ int uet_rx_take(uet_rx_ep *ep, const char *datagram, size_t n, const char *src_b
             && !(ar && uet_psn_diff(psn, uet_psnwin_cack(p->win)) > 0)) {
             if (ar || (ce && p->ack_on_ecn) || p->ack_per_packet
                 || p->bytes_since_ack + add >= p->ack_gen_trigger) {
-                build_ack(ep, p, psn, retx, ce, src, dst, sport, dport, ack);
+                build_ack(ep, p, psn, retx, ce, src, dst, alen, sport, dport, ack);
                 return 3;
             }
             p->bytes_since_ack += add; /* CE without ACK_ON_ECN: nothing asks for an ACK yet */
@@ -380,7 +400,7 @@ int32_t uet_rx_take_area(uet_rx_ep *ep, const char *buf, int32_t slot, const uet
             return i; /* the engine counts it (rx_truncated) */
         int got = uet_rx_take(ep, buf + (size_t)i * (size_t)slot, (size_t)r->len,
                               (const char *)r->src, r->has_dst ? (const char *)r->dst : local4,
-                              r->sport, dport, (uint8_t)(r->tos >> 2), (uint8_t)(r->tos & 3), now,
+                              4, r->sport, dport, (uint8_t)(r->tos >> 2), (uint8_t)(r->tos & 3), now,
                               ses_now, ack);
         if (got != 1) {
             *status = got;

@@ -1,8 +1,10 @@
-/* uet receive lane: the C twin of uet/pds/fastpath.py:receive_request together with
- * uet/ses/fastpath.py:take - one middle packet of a SEND or TAGGED_SEND, on an open RUD PDC,
- * into reassembly storage already in use, and its ACK where that is a plain ACK_CC of the NSCC
- * state (Target.send_ack, uet/pds/target.py) - and nothing else.  Whatever it does not take it leaves
- * untouched (return 0, no state changed) for the Python reference.
+/* uet receive lane: the C fast twin of the readable reference (PdsEndpoint._receive, then
+ * Target.on_request's W1, R2 and A1 in uet/pds/target.py, then SesEndpoint.admit and deliver)
+ * for one case - one middle packet of a SEND or TAGGED_SEND, on an open RUD PDC or an open ROD
+ * PDC whose next PSN to deliver it is with nothing buffered (W4), from an IPv4 or IPv6 peer, into
+ * reassembly storage already in use, and its ACK where that is a plain ACK_CC of the NSCC state
+ * (Target.send_ack) - and nothing else.  Whatever it does not take it leaves untouched (no state
+ * changed) for the Python reference, saying whether it checked the trailer already.
  *
  * State ownership: the per-PDC and per-message fields the fast path reads and writes live in
  * uet_rx_pdc and uet_rx_msg, which the endpoint (uet_rx_ep) allocates and frees; the Python
@@ -29,7 +31,7 @@ typedef struct {
 typedef struct {
     uet_field type, next_hdr, retx, ar, syn, clear_psn_offset, psn, spdcid, dpdcid;
     uint32_t request_size;         /* 12: the plain RUD/ROD request header (B.5) */
-    uint32_t rud_req;              /* PDS type RUD_REQ */
+    uint32_t rud_req, rod_req;     /* PDS types RUD_REQ and ROD_REQ */
     uet_field opcode, som, eom, ie, message_id, initiator, request_length, payload_length,
         message_offset;
     uint32_t std_size;             /* the SES standard header's bytes (D.3) */
@@ -46,9 +48,13 @@ typedef struct {
 typedef struct uet_rx_pdc {
     struct uet_rx_pdc *next;       /* hash chain (the endpoint's) */
     uet_psnwin *win;               /* W1: the Target's PsnWindow (owned by Python) */
-    uint8_t peer[4];
+    uint8_t peer[16];              /* IPv4 (4 bytes) or IPv6 (16): peer_len */
+    uint8_t peer_len;
     uint16_t pdcid, peer_pdcid;
-    uint8_t open;                  /* takes packets: OPEN, RUD, IPv4 peer (set by Python) */
+    uint8_t open;                  /* takes packets: OPEN, no CLOSE seen (set by Python) */
+    uint8_t rod;                   /* a ROD PDC (W4) */
+    uint8_t rod_held;              /* W4: the ROD reorder buffer holds something (set by Python) */
+    uint32_t next_deliver;         /* W4: the next PSN a ROD PDC delivers */
     uint8_t pending_ar_set;        /* A1: a PSN asked for an ACK earlier */
     uint8_t ack_per_packet;
     uint8_t late_set;
@@ -73,7 +79,8 @@ typedef struct {
 typedef struct uet_rx_msg {
     struct uet_rx_msg *next;
     uet_rx_chunks *asm_;           /* the Reassembly's chunk table (owned by Python) */
-    uint8_t peer[4];
+    uint8_t peer[16];              /* IPv4 or IPv6: peer_len bytes */
+    uint8_t peer_len;
     uint32_t initiator;
     uint16_t message_id;
     uint8_t opcode;
@@ -102,21 +109,23 @@ void uet_rx_ep_counters(uet_rx_ep *ep, int64_t *out);
 
 uet_rx_pdc *uet_rx_pdc_add(uet_rx_ep *ep, uint16_t pdcid);
 void uet_rx_pdc_remove(uet_rx_ep *ep, uet_rx_pdc *pdc);
-uet_rx_msg *uet_rx_msg_add(uet_rx_ep *ep, const char *peer, uint32_t initiator,
-                           uint16_t message_id);
+uet_rx_msg *uet_rx_msg_add(uet_rx_ep *ep, const char *peer, uint32_t peer_len,
+                           uint32_t initiator, uint16_t message_id);
 void uet_rx_msg_remove(uet_rx_ep *ep, uet_rx_msg *msg);
 
-/* 0: not taken, nothing changed; 1: taken; 2: taken and an ACK is due (ack filled); 3: taken
- * and its ACK built (ack->datagram).
+/* Not taken, nothing changed: 0 (the trailer not checked), 4 (the trailer checked and good), 5
+ * (checked and bad: R2); taken: 1; 2: taken and an ACK is due (ack filled); 3: taken and its
+ * ACK built (ack->datagram).  src and dst: alen (4 or 16) bytes each.
  * ses_now: the SES's clock; a taken packet's message is stamped max(ses_now, now). */
 int uet_rx_take(uet_rx_ep *ep, const char *data, size_t n, const char *src,
-                const char *dst, uint16_t sport, uint16_t dport, uint8_t dscp, uint8_t ecn,
-                double now, double ses_now, uet_rx_ack *ack);
+                const char *dst, uint32_t alen, uint16_t sport, uint16_t dport, uint8_t dscp,
+                uint8_t ecn, double now, double ses_now, uet_rx_ack *ack);
 
 /* The lane over datagrams start..n-1 of a recvmmsg area (uet_recvmmsg4's buffer of n slots of
  * ``slot`` bytes and its records; dst is local4 where a record has none, dport the socket's):
  * takes them in order while it can and returns the index of the first it did not simply take -
- * *status 0: not taken (nothing changed: the caller's), 2: taken and an ACK is due (ack) - or n. */
+ * *status as uet_rx_take says (0, 4, 5: not taken, the caller's; 2, 3: taken, its ACK due or
+ * built) - or n. */
 int32_t uet_rx_take_area(uet_rx_ep *ep, const char *buf, int32_t slot, const uet_rx4 *recs,
                          int32_t start, int32_t n, const char *local4, uint16_t dport, double now,
                          double ses_now, uet_rx_ack *ack, int32_t *status);

@@ -362,13 +362,9 @@ def _private_reads(name: str) -> list[tuple[str, int, str, str]]:
 PRIVATE_READS = [r for m in MODS for r in _private_reads(m)]
 
 
-# Reads another helper of issue 28 is removing (the lead shrinks this after the merge; an entry
-# that no longer matches fails the test, so the list can only shrink): (file, private name)
-PRIVATE_ALLOWED = {
-    # the PDS/SES seam (issue 28 item 2): the PDS keeps the SES's clock, the SES the PDS's lanes
-    ("uet/pds/endpoint.py", "_now"),
-    ("uet/ses/lanes.py", "_ACC"), ("uet/ses/lanes.py", "_REQ0"),
-}
+# Private reads allowed across packages: none. Add an entry only with the reason beside it; an
+# entry that no longer matches fails the test, so the list can only shrink. (file, private name)
+PRIVATE_ALLOWED: set[tuple[str, str]] = set()
 
 
 def _private_found() -> dict[tuple[str, str], list[str]]:
@@ -415,10 +411,10 @@ ONE_DEFINITION = {  # constant -> the one module that defines it (issue 28 item 
     **dict.fromkeys(("TRIM_CODES", "REQUEST_TRIM_CODES", "NOT_ECT", "ECT0", "ECT1", "CE",
                      "DSCP_DATA", "DSCP_CONTROL", "DSCP_TRIMMED"), "uet/wire/enums.py"),
 }
-# the C twins keep their own mask (uet.native is a leaf); the fast twins are being deleted; a
+# the C twins keep their own mask (uet.native is a leaf); a
 # link's verdict flags (uet/net/link.py: TRIMMED, CE, REORDERED bits) are not the ECN code point
 ONE_DEFINITION_EXEMPT = {"uet/native/_cbackend.py", "uet/native/_twin.py", "uet/native/txbuild.py",
-                         "uet/pds/fastpath.py", "uet/ses/fastpath.py", "uet/net/link.py"}
+                         "uet/net/link.py"}
 
 
 def test_constants_are_defined_once():

@@ -86,18 +86,21 @@ class Host:
 
     # --- the datagram interface -------------------------------------------------------------------
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float, *,
-                         csig: int | None = None) -> None:
+                         csig: int | None = None, lane: int | None = None) -> None:
         """H1: to the endpoint of its PDS type. ``csig``: the CSIG tag the frame carried (E.4),
-        for the PDS's reflection (RUDI and UUD have no ACK_CCX to reflect it in)."""
+        for the PDS's reflection (RUDI and UUD have no ACK_CCX to reflect it in). ``lane``: the
+        C lane's status for a datagram it already left (:meth:`receive_area`; R5 of
+        uet/pds/endpoint.py: offered once)."""
         self._now = now
         if self.tss is not None:
             opened = self._unprotect(data, meta)
             if opened is None:
                 return
             data, meta = opened
+            lane = None  # (the lane never sees a protected datagram)
         t = data[0] >> 3 if data else -1
         if t in PDC_TYPES and not (t in NACK_TYPES and len(data) > 1 and data[1] & NACK_NT_FLAG):
-            self.pds.receive_datagram(data, meta, now, csig=csig)
+            self.pds.receive_datagram(data, meta, now, csig=csig, lane=lane)
         elif t in RUDI_TYPES or t in NACK_TYPES:
             self.rudi.receive_datagram(data, meta, now)
             self._rudi_events(now)
@@ -155,9 +158,10 @@ class Host:
         """The ``n`` datagrams of a receive area (the live engine's ``recvmmsg``, read in place,
         uet.native.sockbatch.RxArea), in order: the C receive lane takes what it serves
         (:meth:`Endpoint.receive_area`), and ``item(i, with_data)`` makes each other one into
-        ``(data, meta)`` (None: the engine dealt with it) for :meth:`receive_datagram` - the
-        same steps as :meth:`receive_datagrams` over the same datagrams (H1-H4). Only for a
-        host without TSS (H5 opens every datagram first)."""
+        ``(data, meta)`` (None: the engine dealt with it) for :meth:`receive_datagram`, with the
+        lane's status (not offered to it again, its trailer verdict kept: R5 of
+        uet/pds/endpoint.py) - the same steps as :meth:`receive_datagrams` over the same
+        datagrams (H1-H4). Only for a host without TSS (H5 opens every datagram first)."""
         pds = self.pds
         self._now = now
         i = 0
@@ -165,12 +169,12 @@ class Host:
             k, status = pds.receive_area(area, i, n, local4, dport, now)
             if k >= n:
                 break
-            if status >= 2:  # taken; its ACK is due or built (A1)
+            if status == 2 or status == 3:  # taken; its ACK is due or built (A1)
                 pds.acknowledge_lane(item(k, False)[1], status, now)  # type: ignore[index]
             else:
                 it = item(k, True)
                 if it is not None:
-                    self.receive_datagram(it[0], it[1], now)
+                    self.receive_datagram(it[0], it[1], now, lane=status)
             i = k + 1
         if self._sweep_at == INF and self.ses.in_reassembly:
             self._arm_sweep(now)

@@ -98,7 +98,7 @@ def test_needed_and_reserve_count_the_chunks_a_range_touches(impl):
        st.lists(st.tuples(st.booleans(), st.integers(-4, 310), st.binary(max_size=80)),
                 max_size=30))
 def test_place_allocated_is_place_inside_a_chunk_in_use_and_nothing_else(length, chunk, ops):
-    """place_allocated (the SES fast twin's placement, uet/ses/fastpath.py): inside one chunk
+    """place_allocated (the placement the C receive lane does, native/rxlane.c ses_take): inside one chunk
     already in use it does what place does; anywhere else it returns None and changes nothing."""
     import uet.native
 

@@ -1,6 +1,6 @@
 """native/rxlane.c under AddressSanitizer and UBSan: the driver (native/test_rxlane_driver.c)
 feeds the lane valid, mutated, truncated and random datagrams, with the field layout the
-schema gives (uet.ses.lanes), and the lane must stay inside its buffers."""
+schema gives (uet.pds.lanes, uet.ses.lanes), and the lane must stay inside its buffers."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from tests.native.sanitize import run_sanitized
 
 SOURCES = ["test_rxlane_driver.c", "rxlane.c", "crc32c.c", "reasm.c"]
 
-CONSTANTS = ("request_size", "rud_req", "std_size", "nh_std", "send_opcode",
+CONSTANTS = ("request_size", "rud_req", "rod_req", "std_size", "nh_std", "send_opcode",
              "tagged_send_opcode", "dscp_trimmed", "ecn_ce", "ack_size")
 
 
 def test_rxlane_under_asan_ubsan(tmp_path):
-    from uet.ses.lanes import ACK_FIELDS, PDS_FIELDS, SES_FIELDS, lane_layout
+    from uet.pds.lanes import ACK_FIELDS, PDS_FIELDS
+    from uet.ses.lanes import SES_FIELDS, lane_layout
 
     lay = lane_layout()
     args = []

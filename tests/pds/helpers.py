@@ -10,6 +10,7 @@ import dataclasses
 from uet import wire
 from uet.host import Host
 from uet.pds import DatagramMeta, Endpoint, PdsConfig, seal
+from uet.pds.upper import Accepting
 from uet.ses import SesConfig
 from uet.ses.packets import cut
 from uet.wire.build import uet_bytes
@@ -92,8 +93,9 @@ def decode(data: bytes, meta: DatagramMeta) -> dict[str, Any]:
     return d.layer
 
 
-class Recorder:
-    """A recording upper layer (uet/pds/upper.py): what the PDS handed up and told it."""
+class Recorder(Accepting):
+    """A recording upper layer (uet/pds/upper.py): what the PDS handed up and told it (no C lane
+    fields, as :class:`Accepting`: every request through admit and deliver)."""
 
     def __init__(self, admit_code: int = 0):
         self.admit_code = admit_code
@@ -111,9 +113,6 @@ class Recorder:
     def deliver(self, peer: str, ref: int, next_hdr: int, data: memoryview, now: float):
         self.delivered.append((peer, ref, next_hdr, bytes(data)))
         return self.respond.get(ref)
-
-    def take(self, peer: str, next_hdr: int, data: memoryview, now: float) -> bool:
-        return False  # no fast twin: every request through admit and deliver
 
     def pressure(self, peer: str) -> float:
         return self.pressure_value

@@ -1,7 +1,8 @@
 """The batch entry points (``Host.receive_datagrams``, ``Endpoint.receive_datagrams``: what the
 live engine hands a whole ``recvmmsg`` batch to) are the per-datagram ``receive_datagram`` in a
 loop, nothing else: the same datagram sequences given one at a time and in batches give the same
-datagrams, events and state - with and without the fast twins, with RUDI and UUD datagrams mixed
+datagrams, events and state - with the C receive lane and the send twin on and off (the reference
+alone), with RUDI and UUD datagrams mixed
 into the PDS's (H1 sends them elsewhere), damaged ones among them, and while the SES sweep (H4) is
 armed and while it is not."""
 
@@ -11,15 +12,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from uet.pds import fastpath as pds_fast
-from uet.ses import fastpath as ses_fast
+from uet.native import rxlane
 
-from .test_fastpath import _drive as _drive_pair
+from .test_lane_vs_reference import _drive as _drive_pair, _twins
 
 
 def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int, batch: int,
            rudi: int) -> list:
-    """test_fastpath's driver, each host taking what reaches it in runs of at most ``batch``
+    """test_lane_vs_reference's driver, each host taking what reaches it in runs of at most ``batch``
     (0: one by one), with ``rudi`` RUDI sends beside the PDC's messages."""
     return _drive_pair(seed, mode, sizes, mtu, steps, batch=batch, rudi=rudi)
 
@@ -31,8 +31,7 @@ def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int, batch: 
        rudi=st.integers(0, 3), twins=st.booleans())
 def test_batches_and_single_datagrams_agree(seed, mode, sizes, mtu, batch, rudi, twins):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pds_fast, "ENABLED", twins)
-        mp.setattr(ses_fast, "ENABLED", twins)
+        _twins(mp, twins)
         one = _drive(seed, mode, sizes, mtu, 3000, 0, rudi)
         many = _drive(seed, mode, sizes, mtu, 3000, batch, rudi)
     assert many == one and one[-1] == len(sizes)
@@ -57,13 +56,13 @@ def test_the_batch_reaches_the_pds_in_runs(monkeypatch):
 @pytest.mark.parametrize("fast", [True, False])
 def test_r4_requests_with_retx_are_counted_and_so_are_the_duplicates_among_them(fast, monkeypatch):
     """R4 of uet/pds/endpoint.py (what uet demo reports as retransmissions received and
-    spurious): every request with RETX counts, through the fast twin or not; those whose PSN the
+    spurious): every request with RETX counts, through the C lane or not; those whose PSN the
     target had already (W2) count again as duplicates; a trimmed one with RETX counts once."""
     from uet.pds.datagram import DSCP_TRIMMED
 
     from .helpers import S, established_target, request
 
-    monkeypatch.setattr(pds_fast, "ENABLED", fast)
+    monkeypatch.setattr(rxlane, "ENABLED", fast)
     ep, pdcid = established_target()
     ep.receive_datagram(*request(S + 1, dpdcid=pdcid, retx=True), 1e-6)  # lost once: needed
     ep.receive_datagram(*request(S + 1, dpdcid=pdcid, retx=True), 2e-6)  # spurious copy

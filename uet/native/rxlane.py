@@ -1,16 +1,19 @@
 """The receive lane (issue 15 item 1): one C call takes a middle packet of a SEND or TAGGED_SEND
-on an open RUD PDC into reassembly storage already in use - trailer check (A.3), header parse
-(B.5, D.3), PSN window (W1), placement, the ACK decision (A1) and, where the PDC's ACK is a plain
-ACK_CC of the NSCC state (the target keeps ``ack_quick``), the ACK with its trailer (A2-A4) - and
-leaves anything else untouched for the Python reference. ``native/rxlane.c`` is the C; its readable twin, which runs whenever the
-C backend does not (``UET_NATIVE=0``), is :func:`uet.pds.fastpath.receive_request` with
-:func:`uet.ses.fastpath.take`. tests/native/test_rxlane.py drives the same datagram sequences
-through both and requires the same datagrams, events and state.
+on an open RUD PDC, or on an open ROD PDC when it is the next PSN to deliver and nothing is
+buffered (W4), from an IPv4 or IPv6 peer, into reassembly storage already in use - trailer check
+(A.3), header parse (B.5, D.3), PSN window (W1), placement, the ACK decision (A1) and, where the
+PDC's ACK is a plain ACK_CC of the NSCC state (the target keeps ``ack_quick``), the ACK with its
+trailer (A2-A4) - and leaves anything else untouched for the Python reference
+(uet.pds.endpoint ``_receive``, uet.pds.target, uet.ses.target), the only Python path: it runs
+whatever the C lane does not take, and everything when the C backend does not run
+(``UET_NATIVE=0``). ``native/rxlane.c`` is the C; tests/native/test_rxlane.py drives the same
+datagram sequences with the lane on and off (``ENABLED``) and requires the same datagrams,
+events and state.
 
-What this module owns: the layout handed to C (every field position read from the schema, never
-typed here), :class:`RxLanes` (one endpoint's tables of PDC and message lanes, allocated and freed
-in C), and the plain-Python :class:`PdcState` / :class:`MsgState` that hold the same fields when
-no C lane does (the twin backend, or a lane removed). The PDS target and the SES message read
+What this module owns: :class:`RxLanes` (one endpoint's tables of PDC and message lanes,
+allocated and freed in C, from a layout of field positions read from the schema: uet.pds.lanes
+and uet.ses.lanes), and the plain-Python :class:`PdcState` / :class:`MsgState` that hold the same
+fields when no C lane does (the twin backend, or a lane removed). The PDS target and the SES message read
 their per-packet fields through properties over whichever holds them (:func:`lane_field`), so
 there is one copy of each field at any time.
 """
@@ -24,7 +27,7 @@ from typing import Any, Mapping
 from . import BACKEND
 
 AVAILABLE: bool = BACKEND == "c"
-#: False: the Python twin takes what the C lane would (the differential tests compare the two)
+#: False: the reference takes what the C lane would (the differential tests compare the two)
 ENABLED = True
 
 
@@ -32,15 +35,13 @@ class PdcState:
     """A target PDC's per-packet fields when no C lane holds them (uet/pds/target.py)."""
 
     __slots__ = ("bytes_since_ack", "rcvd_bytes", "ooo_count", "sack_base", "late", "late_set",
-                 "clear_psn", "last_rx", "open", "pending_ar_set")
+                 "clear_psn", "last_rx", "open", "pending_ar_set", "next_deliver", "rod_held")
 
     def __init__(self) -> None:
         self.bytes_since_ack = self.rcvd_bytes = self.ooo_count = 0
-        self.sack_base = self.late = self.clear_psn = 0
-        self.late_set = self.open = self.pending_ar_set = 0
+        self.sack_base = self.late = self.clear_psn = self.next_deliver = 0
+        self.late_set = self.open = self.pending_ar_set = self.rod_held = 0
         self.last_rx = 0.0
-
-
 
 
 class MsgState:
@@ -66,13 +67,25 @@ def lane_field(name: str) -> property:
 
 
 def ipv4(peer: Any) -> bytes | None:
-    """The 4 bytes of an IPv4 address literal, else None: only IPv4 peers get C lanes."""
+    """The 4 bytes of an IPv4 address literal, else None (a receive area holds IPv4 datagrams)."""
     if not isinstance(peer, str):
         return None
     try:
         return socket.inet_pton(socket.AF_INET, peer)
     except (OSError, ValueError):
         return None
+
+
+def ip_bytes(peer: Any) -> bytes | None:
+    """The 4 or 16 bytes of an IPv4 or IPv6 address literal, else None: the peers that get C
+    lanes (their trailer context, A.3, is the address bytes the lane hashes)."""
+    b = ipv4(peer)
+    if b is None and isinstance(peer, str):
+        try:
+            b = socket.inet_pton(socket.AF_INET6, peer)
+        except (OSError, ValueError):
+            return None
+    return b
 
 
 class ChunkCounts:
@@ -139,7 +152,8 @@ if AVAILABLE:
         def __init__(self, layout: Mapping[str, Any]) -> None:
             """``layout``: every field of ``uet_rx_layout`` (native/rxlane.h) by name - a
             header field as (bit position, width, signed), a constant as an int - from the
-            schema (uet.ses.lanes builds it: this package names no header field itself)."""
+            schema (uet.pds.lanes and uet.ses.lanes build it: this package names no header
+            field itself)."""
             names = {name for name, _ in _ffi.typeof("uet_rx_layout").fields}
             if set(layout) != names:
                 raise ValueError("uet.native.rxlane: the layout must name exactly %s"
@@ -173,10 +187,11 @@ if AVAILABLE:
             """Unregister ``lane`` and free it; its fields, copied into a :class:`PdcState`."""
             return _detached(lane, PdcState(), _lib.uet_rx_pdc_remove, self._ep)
 
-        def add_msg(self, peer4: bytes, initiator: int, message_id: int) -> Any:
-            """A new message lane for the message K1 names (not live until filled in)."""
-            return _allocated(_lib.uet_rx_msg_add(self._ep, peer4, initiator, message_id),
-                              "a message lane")
+        def add_msg(self, peer: bytes, initiator: int, message_id: int) -> Any:
+            """A new message lane for the message K1 names (not live until filled in);
+            ``peer``: its source's 4 (IPv4) or 16 (IPv6) address bytes."""
+            return _allocated(_lib.uet_rx_msg_add(self._ep, peer, len(peer), initiator,
+                                                  message_id), "a message lane")
 
         def remove_msg(self, lane: Any) -> MsgState:
             """Unregister ``lane`` and free it; its fields, copied into a :class:`MsgState`."""
@@ -187,19 +202,21 @@ if AVAILABLE:
             a = self.ack
             return _ffi.buffer(a.datagram, a.len)[:]
 
-        def take(self, data: bytes, src4: bytes, dst4: bytes, sport: int, dport: int,
+        def take(self, data: bytes, src: bytes, dst: bytes, sport: int, dport: int,
                  dscp: int, ecn: int, now: float, ses_now: float) -> int:
-            """0: not taken, nothing changed; 1: taken; 2: taken, an ACK is due (``ack``);
-            3: taken, its ACK built (:meth:`built_ack`)."""
-            return _lib.uet_rx_take(self._ep, data, len(data), src4, dst4, sport, dport, dscp,
-                                    ecn, now, ses_now, self.ack)
+            """``src`` and ``dst``: 4 (IPv4) or 16 (IPv6) address bytes each. Not taken,
+            nothing changed: 0 (the trailer not checked), 4 (checked: good), 5 (checked: bad,
+            R2); 1: taken; 2: taken, an ACK is due (``ack``); 3: taken, its ACK built
+            (:meth:`built_ack`)."""
+            return _lib.uet_rx_take(self._ep, data, len(data), src, dst, len(src), sport, dport,
+                                    dscp, ecn, now, ses_now, self.ack)
 
         def take_area(self, area: Any, start: int, n: int, local4: bytes, dport: int,
                       now: float, ses_now: float) -> tuple[int, int]:
             """:meth:`take` over datagrams ``start``..``n - 1`` of a receive area
             (uet.native.sockbatch.RxArea), in order: ``(k, status)``, datagram ``k`` the first
-            not simply taken (status 0: not taken, 2: taken with an ACK due, 3: taken with its
-            ACK built), or ``(n, 0)``."""
+            not simply taken (status as :meth:`take` says: 0, 4 or 5 not taken, 2 or 3 taken
+            with its ACK due or built), or ``(n, 0)``."""
             status = self._status
             k = _lib.uet_rx_take_area(self._ep, area.buf, area.slot, area.recs, start, n, local4,
                                       dport, now, ses_now, self.ack, status)
@@ -213,11 +230,14 @@ if AVAILABLE:
             return c[0], c[1], c[2], c[3], c[4]
 
         def fold(self) -> None:
-            """The lane's counters into the PDS's (R4 ``retx_rx``, ``acks_tx``) and the SES's
-            (``requests``, ``duplicate_packets``): what their ``stats`` do before they answer."""
+            """The lane's counters into the PDS's (R4 ``retx_rx``, ``acks_tx``, R5 ``rx_lane``)
+            and the SES's (``requests``, ``duplicate_packets``): what their ``stats`` do before
+            they answer."""
             self.dirty = False
-            retx_rx, requests, duplicates, _, acks = self.counters()
+            retx_rx, requests, duplicates, taken, acks = self.counters()
             if self.pds_stats is not None:
+                if taken:
+                    self.pds_stats["rx_lane"] += taken
                 if retx_rx:
                     self.pds_stats["retx_rx"] += retx_rx
                 if acks:

@@ -25,6 +25,11 @@ Receive, before anything else
   R4  counters for drivers and tests (no rule of the facts): ``retx_rx`` counts every request
       that arrives with RETX set (trimmed, damaged or not), ``retx_dup_rx`` those of them the
       target already had (W2 of uet/pds/target.py): the live demo's spurious retransmissions.
+  R5  choice (issue 28): every datagram goes one of two paths, decided in one place
+      (:meth:`Endpoint._offer`): the C receive lane (uet.native.rxlane) or the reference below.
+      ``rx_lane`` counts the datagrams the lane took, ``rx_reference`` those the reference did;
+      together they are ``rx_datagrams``. A datagram is offered to the lane once, and its
+      trailer checked once (the lane's verdict goes with a datagram it leaves).
 
 PDC identity and establishment (target)
   T1  C.1: PDCID 0 is reserved; PDCIDs come from one 16-bit space per endpoint (initiator and
@@ -60,7 +65,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, deque
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import DecodeError
 from ..wire.enums import (ACK_TYPES, CONTROL_TYPE, CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ,
@@ -71,9 +76,9 @@ from ..wire.psn import M32, pdiff
 from ..wire.trailer import TRAILER_LEN, UDP_HEADER_LEN
 from ..wire.trailer import address_bytes as _addr, udp_seed
 from .. import native
+from ..native import rxlane
 from . import credit
 from . import events as ev
-from . import fastpath
 from .config import PdsConfig
 from .datagram import CE, DSCP_CONTROL, DSCP_TRIMMED, NOT_ECT, DatagramMeta, seal
 from .initiator import Initiator
@@ -83,16 +88,17 @@ from .recovery import ACKED
 from .states import InitiatorEvent, TargetEvent
 from .target import OPEN, PEND_FROM, Target
 from .signals import Reflector
+from .lanes import new_lanes
 from .upper import Accepting, Outgoing, Upper
 
 N = NACK_BY_NAME
 INF = float("inf")
 _crc_prefix = native.crc32c_prefix
 _INT = int.from_bytes
-
-
-def _never(peer: str, next_hdr: int, data: memoryview, now: float) -> bool:
-    return False
+# the C lane's statuses (uet.native.rxlane): 1-3 taken (0 < status < _LEFT), and the trailer
+# verdict of one it left
+_LEFT = 4
+_TRAILER_GOOD, _TRAILER_BAD = 4, 5
 
 
 class _Tomb:
@@ -119,6 +125,7 @@ class Endpoint:
         self.rng = random.Random(seed)
         self.stats_counter: Counter = Counter()
         self.upper: Upper = Accepting()
+        self.lanes: Any = None
         self.attach(upper if upper is not None else self.upper)
         self.nacks_sent: Counter = Counter()
         self.nacks_rcvd: Counter = Counter()
@@ -168,15 +175,15 @@ class Endpoint:
 
     def attach(self, upper: Upper) -> None:
         """The layer above: it admits and takes the SES bytes of requests, and hears about the
-        items it submitted (uet/pds/upper.py). One without ``take`` (the fast twin of
-        ``admit`` + ``deliver``) gets every request through those two."""
+        items it submitted (uet/pds/upper.py). Attach it before the first datagram: the C
+        receive lane's tables (uet.pds.lanes), made here when the C backend runs and the upper
+        layer gives its half of their layout, are this endpoint's and handed to it."""
         self.upper = upper
-        self.take = getattr(upper, "take", _never)
-        # the C receive lane's tables (uet.native.rxlane), which the SES above owns
-        self.lanes = getattr(upper, "lanes", None)
+        self.lanes = new_lanes(upper.lane_fields())
         if self.lanes is not None:
             self.lanes.pds_stats = self.stats_counter
-            upper.watch_pressure(self._pressure_changed)  # type: ignore[attr-defined]
+            upper.use_lanes(self.lanes)
+            upper.watch_pressure(self._pressure_changed)
 
     def _pressure_changed(self, peer: object) -> None:
         """The upper layer's receive resources for ``peer`` changed: whether the C lane may
@@ -272,9 +279,11 @@ class Endpoint:
 
     # --- receive ----------------------------------------------------------------------------------
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float, *,
-                         csig: int | None = None) -> None:
+                         csig: int | None = None, lane: int | None = None) -> None:
         """One arriving datagram; ``csig``: the 16 bits of the CSIG tag it came with (E.4; the
-        driver strips the tag), kept for reflection (G1 of uet.pds.signals)."""
+        driver strips the tag), kept for reflection (G1 of uet.pds.signals). ``lane``: the
+        status the C lane gave it when the driver offered it already (:meth:`receive_area`):
+        it is not offered again, and the lane's trailer verdict stands (R5)."""
         self._now = now
         stats = self.stats_counter
         stats["rx_datagrams"] += 1
@@ -286,9 +295,10 @@ class Endpoint:
         try:
             if type(data) is not bytes:
                 data = bytes(data)
-            # an in-window request of an open PDC goes the fast way (uet.pds.fastpath)
-            if not (fastpath.ENABLED and self._fast(data, meta, now)):
-                self._receive(data, meta, now)
+            if lane is None:
+                lane = self._offer(data, meta, now)
+            if not 0 < lane < _LEFT:
+                self._receive(data, meta, now, lane)
         except DecodeError:
             stats["malformed"] += 1  # R3: what the wire layer cannot decode
         except Exception as exc:  # R3: a bug, counted and kept, never raised to the caller
@@ -301,48 +311,75 @@ class Endpoint:
         self._now = now
         stats = self.stats_counter
         stats["rx_datagrams"] += len(items)
-        fast = self._fast if fastpath.ENABLED else None
-        rx = self._receive
+        offer, rx = self._offer, self._receive
         for data, meta in items:
             try:
                 if type(data) is not bytes:
                     data = bytes(data)
-                if fast is None or not fast(data, meta, now):
-                    rx(data, meta, now)
+                lane = offer(data, meta, now)
+                if not 0 < lane < _LEFT:
+                    rx(data, meta, now, lane)
             except DecodeError:
                 stats["malformed"] += 1  # R3
             except Exception as exc:  # R3
                 self._internal_error(exc, data)
 
-    def _fast(self, data: bytes, meta: DatagramMeta, now: float) -> bool:
-        """The fast path of a request (True if it took ``data``): the C receive lane
-        (uet.native.rxlane) where the SES above keeps lanes and takes them now, else the Python
-        twin (uet.pds.fastpath), which serves what the C lane does not: ROD, and IPv6. What is
-        not a request at all goes the reference way at once."""
-        ptype = data[0] >> 3 if data else -1
-        if ptype != RUD_REQ:
-            return ptype == ROD_REQ and fastpath.receive_request(self, data, meta, now)
+    def _offer(self, data: bytes, meta: DatagramMeta, now: float) -> int:
+        """R5, the one place that decides which path takes an arriving datagram: the C receive
+        lane (uet.native.rxlane, native/rxlane.c) when all of these hold, else the reference
+        (:meth:`_receive`, then uet.pds.target and the upper layer's admit and deliver):
+
+        * the C backend runs and the upper layer gave its half of the lane's layout, so this
+          endpoint has lane tables (:meth:`attach`), and ``uet.native.rxlane.ENABLED`` (the
+          differential tests turn it off);
+        * the datagram is a plain RUD or ROD request (RUD_REQ, ROD_REQ: the 12-byte header of
+          B.5; the CC forms are the reference's), between two IPv4 or two IPv6 addresses;
+
+        and, checked in C, in this order (the first that fails leaves the datagram untouched):
+
+        * not trimmed (R1), at least a request header and a trailer long, no SYN;
+        * its DPDCID names a target PDC with a lane: peer address an IP literal, OPEN (a packet
+          without SYN named it, no CLOSE seen, C2), whose peer address, SPDCID and mode are the
+          packet's (T4-T6);
+        * its PSN is new and inside the window (W1); for ROD the next to deliver with nothing
+          buffered (W4: delivered at once, as RUD is);
+        * the CRC-32C trailer verifies (R2: checked here once; a datagram the lane leaves after
+          this point carries the verdict to the reference);
+        * the upper layer's message lane takes it: a middle packet of a SEND or TAGGED_SEND in
+          reassembly, landing in storage already in use, not completing its message (what
+          :meth:`Upper.use_lanes` registers; uet/ses/target.py is the reference).
+
+        The lane then does what the reference does (W1 record, W4, R4, A1, and the ACK where it
+        is a plain ACK_CC, A2-A4). Returns the lane's status: 1-3 taken (2 and 3: its ACK is
+        due or built, :meth:`acknowledge_lane`), else not taken (0: trailer not checked, 4:
+        good, 5: bad)."""
         lanes = self.lanes
-        if lanes is not None and self.upper.fast_lanes:
-            src4, dst4 = _addr(meta.src), _addr(meta.dst)
-            if len(src4) == 4 and len(dst4) == 4:
-                ses = self.upper
-                r = lanes.take(data, src4, dst4, meta.sport, meta.dport, meta.dscp, meta.ecn,
-                               now, ses._now)
-                if r:
-                    lanes.dirty = True
-                    if now > ses._now:
-                        ses._now = now
-                    if r >= 2:
-                        self.acknowledge_lane(meta, r, now)
-                    return True
-                return False  # what the C lane leaves, its twin would leave too
-        return fastpath.receive_request(self, data, meta, now)
+        if lanes is None or not rxlane.ENABLED or not data:
+            return 0
+        ptype = data[0] >> 3
+        if ptype != RUD_REQ and ptype != ROD_REQ:
+            return 0
+        try:
+            src, dst = _addr(meta.src), _addr(meta.dst)
+        except (OSError, TypeError, ValueError):
+            return 0  # not an IP literal: no PDC of it has a lane
+        if len(src) != len(dst):
+            return 0
+        up = self.upper
+        clock = up.clock
+        r = lanes.take(data, src, dst, meta.sport, meta.dport, meta.dscp, meta.ecn, now, clock)
+        if 0 < r < _LEFT:
+            lanes.dirty = True
+            if now > clock:
+                up.advance(now)
+            if r != 1:
+                self.acknowledge_lane(meta, r, now)
+        return r
 
     def acknowledge_lane(self, meta: DatagramMeta, status: int, now: float) -> None:
         """A1 for the request the C lane just took and found asking for an ACK: status 3, the
         lane built the ACK (A2-A4), which goes back as :meth:`send_answer` sends one; status 2,
-        the reference's :meth:`Target.acknowledge` (as the Python twin calls it) decides."""
+        the reference's :meth:`Target.acknowledge` decides."""
         if status == 3:
             r = self._reply_to(meta)
             self._out.append((self.lanes.built_ack(), r))  # acks_tx: counted by the lane
@@ -354,30 +391,32 @@ class Endpoint:
     def receive_area(self, area: Any, start: int, n: int, local4: bytes, dport: int,
                      now: float) -> tuple[int, int]:
         """The C lane over datagrams ``start``..``n - 1`` of a receive area (the live engine's
-        ``recvmmsg``, uet.native.sockbatch.RxArea), read in place: what it takes is as if
-        :meth:`receive_datagram` had taken it. Returns ``(k, status)``: datagram ``k`` is the
-        first it did not simply take - status 0: not taken (the caller hands it to
-        :meth:`receive_datagram`), 2 or 3: taken with an ACK due or built (the caller calls
-        :meth:`acknowledge_lane` with its meta) - or ``(n, 0)``. Without lanes: ``(start, 0)``."""
+        ``recvmmsg``, uet.native.sockbatch.RxArea, IPv4), read in place: what it takes is as if
+        :meth:`receive_datagram` had taken it (R5: the conditions of :meth:`_offer`). Returns
+        ``(k, status)``: datagram ``k`` is the first it did not simply take - status 2 or 3:
+        taken with an ACK due or built (the caller calls :meth:`acknowledge_lane` with its
+        meta); 0, 4 or 5: not taken (the caller hands it to :meth:`receive_datagram` with
+        ``lane=status``) - or ``(n, 0)``. Without lanes: ``(start, 0)``."""
         lanes = self.lanes
-        if lanes is None or not fastpath.ENABLED or not self.upper.fast_lanes:
+        if lanes is None or not rxlane.ENABLED:
             return start, 0
         self._now = now
-        ses = self.upper
-        k, status = lanes.take_area(area, start, n, local4, dport, now, ses._now)
-        taken = k - start + (status >= 2)
+        up = self.upper
+        clock = up.clock
+        k, status = lanes.take_area(area, start, n, local4, dport, now, clock)
+        taken = k - start + (0 < status < _LEFT)
         if taken:
             lanes.dirty = True
             self.stats_counter["rx_datagrams"] += taken
-            if now > ses._now:
-                ses._now = now
+            if now > clock:
+                up.advance(now)
         return k, status
 
-
-    def _receive(self, data: bytes, meta: DatagramMeta, now: float) -> None:
-        """R1, R2 and the dispatch of a datagram the fast twin did not take (R3 is the
-        caller's)."""
+    def _receive(self, data: bytes, meta: DatagramMeta, now: float, lane: int = 0) -> None:
+        """The reference: R1, R2 and the dispatch of a datagram the C lane did not take (R3 is
+        the caller's); ``lane``: the lane's status for it (R5: 4 or 5, its trailer verdict)."""
         stats = self.stats_counter
+        stats["rx_reference"] += 1
         n = len(data)
         if n >= REQUEST_SIZE and data[0] >> 3 in REQUEST_TYPES and read_request_fields(data)[1]:
             stats["retx_rx"] += 1  # R4: every request that came with RETX, whatever follows
@@ -387,9 +426,10 @@ class Endpoint:
         if n < 4 + TRAILER_LEN:
             stats["bad_crc" if n >= TRAILER_LEN else "malformed"] += 1
             return
-        end = n - TRAILER_LEN  # R2
-        seed = udp_seed(meta.src, meta.dst, meta.sport, meta.dport, UDP_HEADER_LEN + n)
-        if _crc_prefix(data, end, seed) != _INT(data[end:], "big"):
+        end = n - TRAILER_LEN  # R2, once per datagram (R5)
+        if lane == _TRAILER_BAD or (lane != _TRAILER_GOOD and _crc_prefix(
+                data, end, udp_seed(meta.src, meta.dst, meta.sport, meta.dport,
+                                    UDP_HEADER_LEN + n)) != _INT(data[end:], "big")):
             stats["bad_crc"] += 1
             return
         ptype = data[0] >> 3

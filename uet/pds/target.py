@@ -61,7 +61,7 @@ from operator import attrgetter
 from typing import Any, Callable
 
 from .. import native
-from ..native.rxlane import PdcState, ipv4, lane_field, set_ack_const
+from ..native.rxlane import PdcState, ip_bytes, lane_field, set_ack_const
 from ..wire.enums import CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_CREDIT_REQ, CTL_PROBE, NACK_BY_NAME
 from ..wire.psn import M32, pdiff
 from .datagram import CE, DatagramMeta
@@ -115,6 +115,7 @@ class Target(PdcSide):
     sack_base = lane_field("sack_base")
     clear_psn = lane_field("clear_psn")
     last_rx = lane_field("last_rx")
+    next_deliver = lane_field("next_deliver")  # W4 (ROD)
 
     def __init__(self, ep: Any, pdcid: int, peer: str, local: str, peer_pdcid: int,
                  rod: bool, start_psn: int, key: tuple):
@@ -128,12 +129,13 @@ class Target(PdcSide):
         self._lanes: Any = None
         self._lane: Any = PdcState()
         self._laned = False  # the C lane may take this PDC's requests once it is OPEN
-        lanes = getattr(ep, "lanes", None)
-        peer4 = ipv4(peer) if lanes is not None else None
-        if peer4 is not None and not rod:  # the C lane: RUD from IPv4 peers (uet.native.rxlane)
+        lanes = ep.lanes
+        peer_ip = ip_bytes(peer) if lanes is not None else None
+        if peer_ip is not None:  # the C lane: RUD and ROD, IPv4 and IPv6 peers (uet.native.rxlane)
             lane = self._lane = lanes.add_pdc(pdcid)
             self._lanes, self._laned = lanes, True
-            lane.win, lane.peer, lane.peer_pdcid = self.win.handle, peer4, peer_pdcid
+            lane.win, lane.peer_pdcid, lane.rod = self.win.handle, peer_pdcid, int(rod)
+            lane.peer, lane.peer_len = peer_ip, len(peer_ip)
             lane.size, lane.ack_per_packet = self.size, int(bool(cfg.ack_per_packet))
             lane.ack_gen_trigger = cfg.ack_gen_trigger
             lane.ack_gen_min_pkt_add = cfg.ack_gen_min_pkt_add
@@ -313,6 +315,7 @@ class Target(PdcSide):
         if psn != self.next_deliver:
             # a buffered request keeps its bytes (the datagram may be reused by the caller)
             self.rod_buf[psn] = None if item is None else (item[0], bytes(item[1]))
+            self._lane.rod_held = 1  # the C lane leaves this PDC to the reference (W4)
             return
         if item is not None:
             self._deliver(psn, item[0], item[1], now)
@@ -324,6 +327,7 @@ class Target(PdcSide):
                 self.late_responses.append(nd)
             nd = (nd + 1) & M32
         self.next_deliver = nd
+        self._lane.rod_held = int(bool(buf))
 
     # --- ACKs ------------------------------------------------------------------------------------
     def send_ack(self, meta: DatagramMeta, psn: int, *, retx: bool = False, ce: bool = False,
@@ -404,6 +408,7 @@ class Target(PdcSide):
                     self.next_deliver = (psn + 1) & M32
                 elif self.rod:
                     self.rod_buf[psn] = None
+                    self._lane.rod_held = 1
             self.send_ack(meta, psn, retx=c.retx)
             if self.close_psn is not None and win.cack == self.close_psn:
                 ep.close_target(self, now)

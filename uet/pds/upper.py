@@ -6,12 +6,18 @@ back by the item's ``token``; on the target side it hands each accepted request'
 (RUD: on arrival; ROD: in PSN order) and carries the response the upper layer returns on the ACK
 of that PSN. It never parses an SES header. :class:`uet.ses.SesEndpoint` is the upper layer the
 host (uet/host.py) attaches; tests attach recorders.
+
+The C receive lane (uet.native.rxlane) takes the common request - a middle packet of a message in
+reassembly - for both layers in one call. The PDS owns its tables (uet.pds.lanes); the upper layer
+says what of its header the lane reads (:meth:`Upper.lane_fields`), registers its messages in the
+tables the PDS hands it (:meth:`Upper.use_lanes`) and lends its clock (:attr:`Upper.clock`,
+:meth:`Upper.advance`); nothing else of either layer is reached across this seam.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +73,34 @@ class Upper(Protocol):
         """A request's SES bytes (``ref``: its PSN). Returns the SES response to carry on the
         ACK of that PSN as (next_hdr, bytes), or None."""
 
-    def take(self, peer: str, next_hdr: int, data: memoryview, now: float) -> bool:
-        """The fast twin of :meth:`admit` + :meth:`deliver` (uet/pds/fastpath.py) for a request
-        the upper layer can take in one step, admitted and with no response: True when taken;
-        False changes nothing, and :meth:`admit` and :meth:`deliver` follow."""
-
     def pressure(self, peer: str) -> float:
         """How full the upper layer's receive resources for ``peer`` are, 0.0 (empty) to 1.0
         (full): the target turns it into the NSCC receiver penalty of its ACKs (A5)."""
+
+    def watch_pressure(self, watch: Callable[[Any], None]) -> None:
+        """Call ``watch(peer)`` after :meth:`pressure` of ``peer`` may have changed (the PDS
+        then decides again whether the C lane may build that peer's ACKs, A5)."""
+
+    # the C receive lane (uet.native.rxlane) ---------------------------------------------------
+    def lane_fields(self) -> Mapping[str, Any] | None:
+        """The upper layer's half of the C lane's layout (``uet_rx_layout`` of native/rxlane.h:
+        the fields of its header the lane reads, by name, and its constants), or None: it takes
+        nothing through the lane, and the PDS makes no lane tables."""
+
+    def use_lanes(self, lanes: Any) -> None:
+        """The lane tables the PDS made (a :class:`uet.native.rxlane.RxLanes`): the upper layer
+        registers there the messages whose middle packets the lane may place (taken as
+        :meth:`admit` + :meth:`deliver` would take them, admitted and with no response), and
+        folds what the lane counted for it into its counters."""
+
+    @property
+    def clock(self) -> float:
+        """The latest ``now`` the upper layer was given: the C lane stamps the messages it places
+        with the later of this and the packet's ``now`` (R3 of uet/ses/target.py)."""
+
+    def advance(self, now: float) -> None:
+        """The C lane took a request for the upper layer at ``now``: :attr:`clock` moves to
+        ``now`` if that is later."""
 
     # initiator side --------------------------------------------------------------------------
     def acked(self, token: Any, now: float) -> None:
@@ -102,11 +128,24 @@ class Accepting:
                 now: float) -> tuple[int, bytes] | None:
         return None
 
-    def take(self, peer: str, next_hdr: int, data: memoryview, now: float) -> bool:
-        return False
-
     def pressure(self, peer: str) -> float:
         return 0.0
+
+    def watch_pressure(self, watch: Callable[[Any], None]) -> None:
+        return None
+
+    def lane_fields(self) -> Mapping[str, Any] | None:
+        return None  # nothing to place: every request goes through admit and deliver
+
+    def use_lanes(self, lanes: Any) -> None:
+        return None
+
+    @property
+    def clock(self) -> float:
+        return 0.0
+
+    def advance(self, now: float) -> None:
+        return None
 
     def acked(self, token: Any, now: float) -> None:
         return None

@@ -9,7 +9,7 @@ from operator import attrgetter
 from typing import Any, Mapping
 
 from ..errors import DecodeError, UetError
-from ..native.rxlane import MsgState, ipv4
+from ..native.rxlane import MsgState, ip_bytes
 from ..wire.psn import M32  # noqa: F401 (re-exported to the SES modules)
 
 # D.1 request opcodes
@@ -149,14 +149,14 @@ class RxMessage:
     def take_lane(self, lanes: Any, initiator: int) -> None:
         """Hand the per-packet fields to a C message lane of ``lanes`` (uet.native.rxlane), so
         that the C receive lane places this message's middle packets: only a message whose
-        storage is a C chunk table, from an IPv4 peer, that has not failed."""
+        storage is a C chunk table, from an IPv4 or IPv6 peer, that has not failed."""
         state = self._lane
         lane_table = getattr(self.asm, "lane_table", None)
         table = lane_table() if lane_table is not None else None
-        peer4 = ipv4(self.peer)
-        if table is None or peer4 is None or not state.live or type(state) is not MsgState:
+        peer = ip_bytes(self.peer)
+        if table is None or peer is None or not state.live or type(state) is not MsgState:
             return
-        lane = lanes.add_msg(peer4, initiator, self.mid)
+        lane = lanes.add_msg(peer, initiator, self.mid)
         lane.got, lane.last, lane.live = state.got, state.last, state.live
         lane.opcode, lane.length, lane.asm_ = self.opcode, self.length, table
         self.__dict__["_lane"] = lane

@@ -25,7 +25,9 @@ Everywhere
 
 As the PDS's upper layer (uet/pds/upper.py), the endpoint admits and takes the SES bytes of
 requests (:meth:`admit`, :meth:`deliver`), and hears about the items it handed over
-(:meth:`items_to_send`): :meth:`acked`, :meth:`response`, :meth:`pending`, :meth:`failed`.
+(:meth:`items_to_send`): :meth:`acked`, :meth:`response`, :meth:`pending`, :meth:`failed`; the
+C receive lane places its middle packets through the tables the PDS hands it
+(:meth:`lane_fields`, :meth:`use_lanes`, :attr:`clock`, :meth:`advance`).
 """
 
 from __future__ import annotations
@@ -36,10 +38,7 @@ from typing import Any, Mapping
 
 from ..errors import DecodeError, EncodeError
 from . import events as ev
-from . import fastpath
-from ..native import rxlane
-from ..native.rxlane import RxLanes
-from .lanes import lane_layout
+from .lanes import lane_fields as _lane_fields
 from .budget import BudgetLimits, ReceiveBudget
 from .common import (REQUEST_NH, RESPONSE_NH, RC_UNSUPPORTED_SIZE, Deferred, MemoryRegion,
                      Operation, Posted, RxMessage, SesConfig)
@@ -70,12 +69,9 @@ class SesEndpoint(InitiatorSide, TargetSide):
         self._posted: list[Posted] = []
         self._rx: dict[tuple[Any, int, int], RxMessage] = {}  # K1 of uet/ses/target.py
         self._compact_peers: dict[Any, None] = {}  # P3 of uet/ses/target.py
-        # the C receive lane's tables, shared with the PDS below (uet.native.rxlane); none when
-        # the twin backend runs or job ids are checked (T2: the lane does not read them)
-        self.lanes: Any = (RxLanes(lane_layout()) if RxLanes is not None and not self.config.check_job
-                           else None)
-        if self.lanes is not None:
-            self.lanes.ses_stats = self._stats
+        # the C receive lane's tables (uet.native.rxlane), which the PDS below owns and hands
+        # over (use_lanes); none without a C backend, or when job ids are checked (T2)
+        self.lanes: Any = None
         c = self.config
         self.budget = ReceiveBudget(BudgetLimits(
             messages=c.max_rx_messages, messages_per_peer=c.max_rx_messages_per_peer,
@@ -148,9 +144,6 @@ class SesEndpoint(InitiatorSide, TargetSide):
         rsp = self.receive_bytes(next_hdr, data, peer=peer, request_ref=ref, now=now)
         return None if rsp is None else (rsp.next_hdr, rsp.to_bytes())
 
-    #: a middle packet of a message in reassembly in one step (the twin of admit + deliver)
-    take = fastpath.take
-
     @property
     def stats(self) -> Counter[str]:
         """Counters (``requests``, ``duplicate_packets``, ``messages``, return codes ...), with
@@ -165,11 +158,27 @@ class SesEndpoint(InitiatorSide, TargetSide):
         below keeps whether its C lane may build that peer's ACKs (A5 of uet/pds/target.py)."""
         self.budget.on_change = watch
 
+    def lane_fields(self) -> Mapping[str, Any] | None:
+        """The SES's half of the C receive lane's layout (uet.ses.lanes), or None when job ids
+        are checked (T2: the lane does not read them, so every request goes the reference
+        way)."""
+        return None if self.config.check_job else _lane_fields()
+
+    def use_lanes(self, lanes: Any) -> None:
+        """The lane tables of the PDS below: each message in reassembly from then on gets a
+        message lane there (K1), and what the lane counted for the SES reaches :attr:`stats`."""
+        self.lanes = lanes
+        lanes.ses_stats = self._stats
+
     @property
-    def fast_lanes(self) -> bool:
-        """Whether the PDS below may hand requests to the C receive lane (uet.native.rxlane):
-        this SES keeps lanes and its fast path is on (the differential tests turn it off)."""
-        return self.lanes is not None and fastpath.ENABLED and rxlane.ENABLED
+    def clock(self) -> float:
+        """The latest ``now`` this SES was given (R3 stamps its messages with it)."""
+        return self._now
+
+    def advance(self, now: float) -> None:
+        """The C lane took a request for this SES at ``now`` (uet/pds/upper.py)."""
+        if now > self._now:
+            self._now = now
 
     def pressure(self, peer: Any) -> float:
         """The share of ``peer``'s reassembly byte budget in use (R1, uet.ses.budget): the

@@ -117,7 +117,7 @@ class TargetSide:
 
     _rx: dict[tuple[Any, int, int], RxMessage]
     _compact_peers: dict[Any, None]  # P3, oldest first
-    lanes: Any = None  # the C receive lane's tables (uet.native.rxlane), where the SES keeps them
+    lanes: Any = None  # the C receive lane's tables (uet.native.rxlane) the PDS below handed over
 
     def register(self, key: int, buffer: bytearray, *, base: int = 0, readable: bool = True,
                  writable: bool = True, atomic: bool = True) -> MemoryRegion:

@@ -1,7 +1,9 @@
-"""The fast twins (uet/pds/fastpath.py, uet/ses/fastpath.py) are shortcuts, not different
-behaviour: the same datagram sequences through the twins and through the reference alone give the
-same datagrams, events and state (principle of one path per rule: the reference is the readable
-code, the twin is tested against it)."""
+"""The C receive lane is a shortcut, not different behaviour: the lane (native/rxlane.c,
+uet.native.rxlane) against the reference alone (the only Python path: uet.pds.endpoint
+``_receive``, uet.pds.target, uet.ses.target). The same
+datagram sequences give the same datagrams, events and state with the lane on and off - RUD and
+ROD, IPv4 and IPv6 - except the counters that say which path ran (R5 of uet/pds/endpoint.py:
+``rx_lane``, ``rx_reference``), which the tests below check on their own."""
 
 from __future__ import annotations
 
@@ -14,15 +16,16 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from uet import native
 from uet.host import Host
+from uet.native import rxlane
 from uet.pds import PdsConfig
-from uet.pds import fastpath as pds_fast
 from uet.ses import SesConfig
-from uet.ses import fastpath as ses_fast
 from uet.sim import SimConfig, Simulator
 
 from .helpers import fire_timers
 
 A, B = "10.0.0.1", "10.0.0.2"
+ADDRESSES = {4: (A, B), 6: ("fd00::1", "fd00::2")}
+PATH_KEYS = ("rx_lane", "rx_reference")  # R5: which path ran (differs by design)
 
 SCENARIOS = [
     SimConfig(bytes=1 << 20, paths=8, loss=0.02, seed=3, messages=3),
@@ -34,8 +37,13 @@ SCENARIOS = [
 
 
 def _twins(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
-    monkeypatch.setattr(pds_fast, "ENABLED", on)
-    monkeypatch.setattr(ses_fast, "ENABLED", on)
+    """The C receive lane on, or the reference alone."""
+    monkeypatch.setattr(rxlane, "ENABLED", on)
+
+
+def _same(stats: object) -> dict:
+    """Counters as the lane must leave them: all but the path counters (R5)."""
+    return {k: v for k, v in dict(stats).items() if k not in PATH_KEYS}  # type: ignore[call-overload]
 
 
 def _run(cfg: SimConfig) -> tuple[dict, bytes]:
@@ -54,31 +62,33 @@ def test_every_frame_and_the_summary_agree(cfg, monkeypatch):
     assert _run(cfg) == (fast, frames)
 
 
-def _pair(seed: int, mode: str, sizes: list[int], mtu: int) -> tuple[Host, Host]:
+def _pair(seed: int, mode: str, sizes: list[int], mtu: int, family: int = 4) -> tuple[Host, Host]:
     cfg = dict(mtu=mtu, window_bytes=mtu * 16, rto_initial=1e-4, max_rto_retx=30,
                max_nack_retx=50)
-    a = Host(A, pds=PdsConfig(**cfg), ses=SesConfig(mtu=mtu, seed=1), seed=seed)
-    b = Host(B, pds=PdsConfig(**cfg), ses=SesConfig(mtu=mtu, seed=2, auto_receive=True),
+    a_addr, b_addr = ADDRESSES[family]
+    a = Host(a_addr, pds=PdsConfig(**cfg), ses=SesConfig(mtu=mtu, seed=1), seed=seed)
+    b = Host(b_addr, pds=PdsConfig(**cfg), ses=SesConfig(mtu=mtu, seed=2, auto_receive=True),
              seed=seed + 1)
     rng = random.Random(seed)
     for n in sizes:
-        a.send(B, rng.randbytes(n), mode=mode)
+        a.send(b_addr, rng.randbytes(n), mode=mode)
     return a, b
 
 
 def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int, *,
-           batch: int | None = None, rudi: int = 0, area: bool = False) -> list:
+           batch: int | None = None, rudi: int = 0, area: bool = False, family: int = 4) -> list:
     """A pair under seeded drops, duplicates and reordering until every message arrived (or
     ``steps`` rounds passed); the log of every datagram sent and every event, in order, and the
     state at the end. ``batch`` None: each datagram to its host in arrival order; otherwise
     (tests/pds/test_batch_receive.py) each host takes what reaches it in runs of at most
     ``batch`` (0: one by one), 1% of datagrams are damaged, ``rudi`` single-packet RUDI sends go
     beside the messages, and the timers are logged too; with ``area`` (tests/native/
-    test_rxlane.py) B takes its runs as receive areas, read in place by the C receive lane."""
-    a, b = _pair(seed, mode, sizes, mtu)
+    test_rxlane.py) B takes its runs as receive areas, read in place by the C receive lane;
+    ``family`` 6: the pair speaks IPv6 (the trailer's pseudo-header, A.3)."""
+    a, b = _pair(seed, mode, sizes, mtu, family)
     rng = random.Random(seed)
     for _ in range(rudi):
-        a.send(B, rng.randbytes(rng.randrange(1, 300)), mode="rudi")
+        a.send(b.address, rng.randbytes(rng.randrange(1, 300)), mode="rudi")
     log: list = []
     now = 0.0
     received = 0
@@ -130,7 +140,7 @@ def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int, *,
         if (received == len(sizes) and not a.rudi.outstanding
                 and not a.pds.pdcs()[0].busy()):
             break
-    return log + [_state(a), dict(a.stats), dict(b.stats), received]
+    return log + [_state(a), _same(a.stats), _same(b.stats), received]
 
 
 def _event(e: object) -> tuple:
@@ -145,70 +155,94 @@ TARGET_STATE = ("state", "cack", "bytes_since_ack", "pending_ar", "sack_base", "
 
 
 def _state(h: Host) -> tuple:
-    """What the twins change: the target PDCs' window and ACK state, the SES's messages in
+    """What the lane changes: the target PDCs' window and ACK state, the SES's messages in
     reassembly and its budget, the counters."""
     ses = h.ses
     return (tuple(tuple(getattr(t, k) for k in TARGET_STATE) for t in h.pds._tgts.values()),
             tuple((k, rx.got, rx.charged, rx.last, rx.asm.received if rx.asm else None)
                   for k, rx in ses._rx.items()),
             ses.budget.bytes, ses.budget.messages, tuple(sorted(ses.stats.items())),
-            tuple(sorted(h.pds.stats.items())))
+            tuple(sorted(_same(h.pds.stats).items())))
+
+
+def _both(*args, **kwargs) -> tuple[list, list]:
+    """:func:`_drive` with the lane on, then with the reference alone."""
+    with pytest.MonkeyPatch.context() as mp:
+        _twins(mp, True)
+        fast = _drive(*args, **kwargs)
+        _twins(mp, False)
+        slow = _drive(*args, **kwargs)
+    return fast, slow
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), mode=st.sampled_from(["rud", "rod"]),
        sizes=st.lists(st.integers(0, 300_000), min_size=1, max_size=3),
-       mtu=st.sampled_from([1024, 4096]))
+       mtu=st.sampled_from([1024, 4096]), family=st.sampled_from([4, 6]))
 def test_a_pair_under_impairments_does_the_same_with_and_without_the_twins(seed, mode, sizes,
-                                                                           mtu):
-    with pytest.MonkeyPatch.context() as mp:
-        _twins(mp, True)
-        fast = _drive(seed, mode, sizes, mtu, 3000)
-        _twins(mp, False)
-        slow = _drive(seed, mode, sizes, mtu, 3000)
+                                                                           mtu, family):
+    fast, slow = _both(seed, mode, sizes, mtu, 3000, family=family)
     assert fast == slow
 
 
+@pytest.mark.parametrize("family", [4, 6])
 @pytest.mark.parametrize("mode", ["rud", "rod"])
-@pytest.mark.parametrize("seed", range(4))
-def test_messages_over_several_reassembly_chunks_agree(seed, mode):
+@pytest.mark.parametrize("seed", range(3))
+def test_messages_over_several_reassembly_chunks_agree(seed, mode, family):
     """Messages that need new reassembly chunks in their middle packets (R1 charging)."""
-    with pytest.MonkeyPatch.context() as mp:
-        _twins(mp, True)
-        fast = _drive(seed, mode, [600_000, 300_000, 0], 4096, 5000)
-        _twins(mp, False)
-        slow = _drive(seed, mode, [600_000, 300_000, 0], 4096, 5000)
+    fast, slow = _both(seed, mode, [600_000, 300_000, 0], 4096, 5000, family=family)
     assert fast == slow and fast[-1] == 3
 
 
-def test_the_twins_take_the_bulk_of_a_transfer(monkeypatch):
-    """A test that could not fail if the twins never ran would prove nothing: count them."""
-    calls = {"pds": 0, "ses": 0}
-    pds_receive, ses_take = pds_fast.receive_request, ses_fast.take
+def _until_received(a: Host, b: Host, steps: int) -> list:
+    """``a`` and ``b`` exchange datagrams, lossless and in order, until ``b`` reports a
+    MessageReceived (at most ``steps`` rounds): those events."""
+    now = 0.0
+    for _ in range(steps):
+        now += 1e-6
+        for d, m in a.datagrams_to_send(now):
+            b.receive_datagram(d, m, now)
+        for d, m in b.datagrams_to_send(now):
+            a.receive_datagram(d, m, now)
+        got = [e for e in iter(b.next_event, None) if type(e).__name__ == "MessageReceived"]
+        if got:
+            return got
+    return []
 
-    def count_pds(*a):
-        taken = pds_receive(*a)
-        calls["pds"] += taken
-        return taken
 
-    def count_ses(*a):
-        taken = ses_take(*a)
-        calls["ses"] += taken
-        return taken
+def _lossless(mode: str, family: int, nbytes: int = 2 << 20) -> Host:
+    """One message A -> B over a lossless, in-order pair; the receiver B."""
+    a, b = _pair(1, mode, [nbytes], 4096, family)
+    assert _until_received(a, b, 3000), "the message did not arrive"
+    return b
 
-    monkeypatch.setattr(pds_fast, "receive_request", count_pds)
-    monkeypatch.setattr(ses_fast, "take", count_ses)
-    monkeypatch.setattr("uet.ses.endpoint.SesEndpoint.take", count_ses)
+
+@pytest.mark.parametrize("family", [4, 6])
+@pytest.mark.parametrize("mode", ["rud", "rod"])
+def test_the_path_counters_say_which_path_took_each_datagram(mode, family, monkeypatch):
+    """R5 of uet/pds/endpoint.py: ``rx_lane`` + ``rx_reference`` = ``rx_datagrams``; the C lane
+    takes the bulk of a transfer, RUD and ROD (in order: W4), IPv4 and IPv6, and with it off
+    (or without the C backend) the reference takes every datagram."""
+    stats = _lossless(mode, family).pds.stats
+    assert stats["rx_lane"] + stats["rx_reference"] == stats["rx_datagrams"] >= 512
+    if native.BACKEND == "c":
+        # all but the first window (SYN requests, before the first ACK) and the message's first
+        # and last packets
+        assert stats["rx_lane"] > 400
+    else:
+        assert stats["rx_lane"] == 0
+    monkeypatch.setattr(rxlane, "ENABLED", False)
+    stats = _lossless(mode, family).pds.stats
+    assert stats["rx_lane"] == 0 and stats["rx_reference"] == stats["rx_datagrams"] >= 512
+
+
+def test_the_lane_takes_the_bulk_of_a_simulated_transfer():
+    """A test that could not fail if the lane never ran would prove nothing: count it."""
     sim = Simulator(SimConfig(bytes=4 << 20, seed=1))
     r = sim.run()
     assert r["ok"] and r["data_packets"] == 1024
-    # all but the first window (SYN requests, before the first ACK: the reference's) and the
-    # message's first and last packets; with the C backend the C receive lane takes them
-    # (uet.native.rxlane), and the Python twins only what it does not serve
     lanes = sim.b.ep.ses.lanes
-    c_taken = lanes.taken if lanes is not None else 0
-    assert c_taken + calls["ses"] > 800 and c_taken + calls["pds"] >= calls["ses"]
-    assert (c_taken > 800) == (native.BACKEND == "c")
+    assert (lanes is not None and lanes.taken > 800) == (native.BACKEND == "c")
 
 
 def test_long_messages_arrive_without_a_copy():
@@ -218,15 +252,5 @@ def test_long_messages_arrive_without_a_copy():
         a, b = _pair(1, "rud", [], 4096)
         msg = random.Random(n).randbytes(n)
         a.send(B, msg)
-        now = 0.0
-        got = []
-        for _ in range(200):
-            now += 1e-6
-            for d, m in a.datagrams_to_send(now):
-                b.receive_datagram(d, m, now)
-            for d, m in b.datagrams_to_send(now):
-                a.receive_datagram(d, m, now)
-            got += [e for e in iter(b.next_event, None) if type(e).__name__ == "MessageReceived"]
-            if got:
-                break
+        got = _until_received(a, b, 200)
         assert len(got) == 1 and type(got[0].data) is kind and bytes(got[0].data) == msg
