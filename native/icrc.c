@@ -1,4 +1,4 @@
-/* RoCEv2 invariant CRC (uet-facts.md G.6, as Linux rxe computes it).
+/* RoCEv2 invariant CRC (docs/facts.md G.6, as Linux rxe computes it).
  *
  * ICRC = zlib CRC-32 of (8 x 0xFF || masked IP header || UDP header with
  * checksum masked || BTH with byte 4 masked || rest of the packet).  Only the

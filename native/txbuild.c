@@ -3,7 +3,7 @@
  * uet/pds/initiator.py Initiator._send_new decides the new requests of an established PDC; built
  * one at a time in Python (txbuild.py build_requests_py, as Initiator._request packs and seals
  * them) each datagram would be: the request header
- * (uet-facts.md B.5) packed from the PDC's constant fields and the per-packet ones, the SES header
+ * (docs/facts.md B.5) packed from the PDC's constant fields and the per-packet ones, the SES header
  * (D.3) packed from the message's constants, a join with the payload, and the CRC-32C trailer
  * (A.3, big-endian) chained from the UDP context's seed.  Here a run of packets of one message
  * (consecutive packet indices and PSNs) is written back to back into the caller's buffer.

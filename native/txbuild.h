@@ -6,9 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* uet-facts.md B.5: the RUD/ROD request header (no SYN, no CC form) is 12 bytes. */
+/* docs/facts.md B.5: the RUD/ROD request header (no SYN, no CC form) is 12 bytes. */
 #define UET_TXBUILD_REQUEST_SIZE 12
-/* uet-facts.md A.3: the CRC-32C trailer, 4 bytes big-endian. */
+/* docs/facts.md A.3: the CRC-32C trailer, 4 bytes big-endian. */
 #define UET_TXBUILD_TRAILER_LEN 4
 /* Bit positions (from the least significant bit of the big-endian header) of the per-packet
  * fields, in this order in the caller's pds_shift array; they come from the schema. */

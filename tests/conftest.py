@@ -46,7 +46,7 @@ def _can_bind_v6(addr: str) -> bool:
 
 
 def _ensure_v6(addr: str) -> str:
-    """``addr`` on lo (uet-facts A.1: every endpoint receives on its own address at the UET port,
+    """``addr`` on lo (facts A.1: every endpoint receives on its own address at the UET port,
     and IPv6 loopback has only ::1): added as root with ``ip -6 addr add ADDR/128 dev lo`` when
     missing, and left there (other tests may be using it); skips otherwise."""
     import subprocess

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CSIG path selection on a degraded fabric (uet.sim.fabric F1-F3, uet.multipath.csig K1-K5):
+"""CSIG path selection on a degraded fabric (uet.sim.fabric SIM-F1 to SIM-F3, uet.multipath.csig MULTIPATH-K1 to MULTIPATH-K5):
 one flow h0 -> h1 on ``leafspine:1,2,8`` (one host per ToR, eight spines) with the link t0-s3 at
 a quarter of its rate, without CSIG and with ``--csig`` (ABW by default), for flows of 2 MB and
 16 MB under seeds 1..N.

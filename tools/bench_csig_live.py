@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     ap.add_argument("--bytes", default="64MiB", help="bytes per run (default 64MiB)")
     ap.add_argument("--timeout", type=float, default=120.0, help="per run, seconds (default 120)")
     ap.add_argument("--mtu", type=int, default=4096,
-                    help="payload bytes per packet (uet-facts A.1; default 4096; uet demo's own "
+                    help="payload bytes per packet (facts A.1; default 4096; uet demo's own "
                          "default on loopback is 8192)")
     ap.add_argument("--only", default="", help="run only scenarios whose name starts with this")
     ap.add_argument("--table", action="store_true", help="a table of medians on stderr")

@@ -27,7 +27,7 @@ from uet.fabric.relay import open_fabric
 
 
 # the sender's own address: the receiver's is 127.0.0.1, and the relay tells answers (from the
-# receiver's address) from requests by their source address (uet.fabric.relay, uet-facts A.1)
+# receiver's address) from requests by their source address (uet.fabric.relay, facts A.1)
 SENDER = "127.0.0.20"
 
 

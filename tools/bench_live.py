@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Live goodput on this machine (design.md "Performance"), one JSON object on stdout.
+"""Live goodput on this machine (docs/design-notes.md "Performance"), one JSON object on stdout.
 
     python tools/bench_live.py [--bytes 64MiB] [--paths 4] [--repeat 3] [--fabric-bytes 64MiB]
 
@@ -20,7 +20,7 @@ Each figure is the median of ``--repeat`` runs; every run is fresh processes on 
   processes, aioquic's default configuration (1200-byte datagrams, Reno, 1 MiB flow-control
   windows) with a self-signed certificate. aioquic is pip-installed for the benchmark if missing
   (``--no-install`` prevents it); if it cannot be installed or run, the reference figure from
-  design.md (23 MB/s on this machine) is used and ``aioquic.reference`` says so.
+  docs/design-notes.md (23 MB/s on this machine) is used and ``aioquic.reference`` says so.
   ``cpu_us_per_packet``: that CPU per datagram the sender sent (both sides together, and each).
 * ``udp_blast``: the ceiling: one process ``sendto``s 4 KiB datagrams as fast as it can to a
   receiver process that counts them (blocking sockets, 8 MiB receive buffer). Goodput is what
@@ -429,7 +429,7 @@ def bench_aioquic(a: argparse.Namespace) -> dict[str, Any]:
             why = f"aioquic did not run: {exc}"[:500]
     if why is not None or not runs:
         return {"reference": True, "goodput_MBps_median": AIOQUIC_REFERENCE_MBPS,
-                "why": why or "no run", "source": "design.md: aioquic bulk transfer, about 23 MB/s here"}
+                "why": why or "no run", "source": "docs/design-notes.md: aioquic bulk transfer, about 23 MB/s here"}
     gb = a.bytes / 1e9
     return {
         "reference": False, "version": runs[0]["version"], "bytes": a.bytes,
@@ -521,7 +521,7 @@ def main() -> int:
                     help="transfer size through the fabric (default 64MiB)")
     ap.add_argument("--timeout", type=float, default=120.0, help="per uet run, seconds")
     ap.add_argument("--mtu", type=int, default=4096,
-                    help="uet's payload bytes per packet (uet-facts A.1; default 4096, the size the "
+                    help="uet's payload bytes per packet (facts A.1; default 4096, the size the "
                          "README's figures were measured at; uet send's own default on loopback "
                          "is 8192)")
     ap.add_argument("--quic-timeout", type=float, default=300.0, help="per aioquic run, seconds")
@@ -541,7 +541,7 @@ def main() -> int:
     from uet import native
 
     res: dict[str, Any] = {
-        "benchmark": "bench_live: live loopback goodput (design.md Performance)",
+        "benchmark": "bench_live: live loopback goodput (docs/design-notes.md Performance)",
         "machine": {"cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in os.getloadavg()],
                     "python": sys.version.split()[0], "native_backend": native.BACKEND,
                     "socket_batches": _batch_backend()},
@@ -576,7 +576,7 @@ def main() -> int:
         ratios["uet_vs_aioquic"] = round(g / res["aioquic"]["goodput_MBps_median"], 2)
         ratios["aioquic_figure"] = "reference 23 MB/s" if res["aioquic"]["reference"] else "measured"
     if g:
-        # design.md's figure for aioquic on this machine, whatever this run measured
+        # docs/design-notes.md's figure for aioquic on this machine, whatever this run measured
         ratios["uet_vs_aioquic_reference_23MBps"] = round(g / AIOQUIC_REFERENCE_MBPS, 2)
     if g and "udp_blast" in res and res["udp_blast"]["goodput_MBps_median"]:
         ratios["uet_vs_udp_blast"] = round(g / res["udp_blast"]["goodput_MBps_median"], 3)

@@ -63,7 +63,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--window", default=None)
     ap.add_argument("--mtu", type=int, default=4096,
-                    help="payload bytes per packet, both ends (uet-facts A.1; default 4096; uet "
+                    help="payload bytes per packet, both ends (facts A.1; default 4096; uet "
                          "send's own default on loopback is 8192)")
     args = ap.parse_args()
     extra = ["--window", args.window] if args.window else []

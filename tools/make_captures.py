@@ -82,7 +82,7 @@ def req(pds: dict, ses: dict | None = None, ext: dict | None = None, payload: by
 
 def rsp(pds: dict, ses: dict | None = None, ext: dict | None = None, payload: bytes = b"", **kw: Any) -> bytes:
     """Target -> initiator ACK/NACK/control: from port 4793 to the initiator's entropy port,
-    DSCP 46 (design.md "Defaults")."""
+    DSCP 46 (docs/design-notes.md "Defaults")."""
     kw.setdefault("src", TGT)
     kw.setdefault("dst", INI)
     kw.setdefault("sport", UET_UDP_PORT)
@@ -265,7 +265,7 @@ def uet_ses() -> CaptureSet:
     cs.add("standard TSEND_FETCH_ATOMIC + compare-and-swap extension (CSWAP_GT)",
            std(0x0E, b"", {"atomic_opcode": 0x12, "atomic_datatype": 0x05, "compare_value": 1,
                            "swap_value": 2}, match_bits=0x42, request_length=16))
-    cs.add("standard ATOMIC with MSWAP: 4-byte atomic extension by default (uet-facts H.2)",
+    cs.add("standard ATOMIC with MSWAP: 4-byte atomic extension by default (facts H.2)",
            std(0x03, pay(16), {"atomic_opcode": 0x13, "atomic_datatype": 0x07},
                memory_key=0x55, request_length=16))
     cs.add("medium ATOMIC + atomic extension (LOR, UINT8)",
@@ -596,7 +596,7 @@ def readme(sets: list[CaptureSet]) -> bytes:
         "",
         "Every frame is built from header dicts with `uet.wire.build`, framed as Ethernet (linktype 1) with "
         "the fixed MACs 02:00:00:00:00:01/02, UDP checksum 0 and, for UET without TSS, the CRC-32C trailer "
-        f"(design.md \"Defaults\"). Frame *i* of a file is stamped {TS_BASE} s + (*i* - 1) ms; payload bytes come "
+        f"(docs/design-notes.md \"Defaults\"). Frame *i* of a file is stamped {TS_BASE} s + (*i* - 1) ms; payload bytes come "
         "from fixed seeds. Initiator 10.0.0.1 / fd00::1 (UDP source port = entropy 0xC001), target "
         "10.0.0.2 / fd00::2 (answers from port 4793). Requests use DSCP 0 with ECT(0); ACK, NACK and "
         "control DSCP 46; RoCEv2 DSCP 26 unless a frame says otherwise.",

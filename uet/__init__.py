@@ -6,6 +6,6 @@ Subpackages follow the spec's sublayers: :mod:`uet.wire` (every header, declared
 
 __version__ = "0.1.0"
 
-UET_UDP_PORT = 4793  # uet-facts.md A.1
-ROCE_UDP_PORT = 4791  # uet-facts.md G.1
-UET_IP_PROTO = 253  # uet-facts.md A.1: RFC 3692 experimental, as the reference provider uses
+UET_UDP_PORT = 4793  # docs/facts.md A.1
+ROCE_UDP_PORT = 4791  # docs/facts.md G.1
+UET_IP_PROTO = 253  # docs/facts.md A.1: RFC 3692 experimental, as the reference provider uses

@@ -25,7 +25,7 @@ _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 MAX_BYTES = 1 << 40            # sizes: more than any run of this implementation moves in a day
 MAX_HELD_BYTES = 4 << 30       # uet sim/demo hold the data, and its copies, in memory
 MAX_MESSAGE_BYTES = 1 << 30    # PdsConfig.max_message_bytes: a receiver answers TOO_LONG beyond
-MAX_MTU = (1 << 14) - 1        # SES payload_length is 14 bits (uet-facts D.3)
+MAX_MTU = (1 << 14) - 1        # SES payload_length is 14 bits (facts D.3)
 MAX_PATHS = 256                # live, one socket per path or entropy: well inside the fd limit
 MAX_MESSAGES = 1 << 20         # uet sim: a million messages already take about a minute
 MAX_ENTROPIES = 65536 - 49152  # entropy values are source ports of the dynamic range (multipath)
@@ -109,7 +109,7 @@ def replay_words(parser: argparse.ArgumentParser, args: argparse.Namespace, *,
     the words of a command line that parses back to the same values (the "replay with:" line of
     ``uet sim`` and ``uet demo``). ``leave_out`` names the dests that do not change the run (its
     outputs: ``--json``, ``--pcap``); ``always`` the dests written even at their default (the
-    seed: a replay line names it, design.md "Contracts"). The namespace is read as the command
+    seed: a replay line names it, docs/design-notes.md "Contracts"). The namespace is read as the command
     leaves it: a default the command resolved (``--mtu`` from the route, ``--paths`` from
     ``--topology``) is written out, so that the replay does not depend on resolving it again the
     same way."""
@@ -291,7 +291,7 @@ seconds = real(0.0, MAX_SECONDS, "a finite time in seconds, 0 or more, e.g. 1")
 
 
 def csig_ethertype(s: str) -> int:
-    """The EtherType (TPID) of the CSIG tag (``--csig-ethertype 0x88b5``, uet-facts E.4), hex with
+    """The EtherType (TPID) of the CSIG tag (``--csig-ethertype 0x88b5``, facts E.4), hex with
     ``0x`` or decimal: an EtherType proper (0x0600 and up; lower values are 802.3 lengths) that the
     decoder does not already read as IP or as a VLAN tag."""
     from .capture.frame import NOT_CSIG_ETHERTYPES
@@ -352,7 +352,7 @@ def degrade_path_spec(s: str) -> tuple[int, float]:
                      "e.g. 3:0.25")
 
 
-# --- payload per packet and SES headers (uet-facts A.1) ------------------------------------------
+# --- payload per packet and SES headers (facts A.1) ------------------------------------------
 
 MTU_HELP = ("payload bytes per packet, from 256 (the reference provider's are 1024, 2048, 4096 "
             "and 8192); default: the largest of those whose whole datagram fits {where} (1024 "
@@ -370,7 +370,7 @@ def add_mtu_argument(p: Any, *, where: str = "the MTU of the interface the route
                    help=MTU_HELP.format(where=where))
 
 
-ENCAP_HELP = ("how UET is carried (uet-facts A.1): udp (the default) or ip, directly in IP "
+ENCAP_HELP = ("how UET is carried (facts A.1): udp (the default) or ip, directly in IP "
               "protocol --ip-proto behind the 4-byte entropy header, on a raw socket (root or "
               "CAP_NET_RAW); a receiver with ip also accepts UDP and answers each peer in kind; "
               "TSS then uses the native-IP AAD (F)")

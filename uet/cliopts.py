@@ -13,15 +13,15 @@ default (``uet demo`` moves 16 MiB, and resolves ``--rate``, ``--loss`` and ``--
 knows whether there is a fabric: ``later`` gives the help's words for such a default) and, where
 the commands mean different things, the range:
 
-  C1  ``--rtt`` is a time of 0 or more (:func:`uet.cliargs.delay_us`) everywhere: ``uet fabric``
+  CLIOPTS-C1  ``--rtt`` is a time of 0 or more (:func:`uet.cliargs.delay_us`) everywhere: ``uet fabric``
       and ``uet demo`` always took 0 (a fabric without added delay), ``uet sim`` took only a
       positive time; the simulator still refuses 0 after parsing (its NSCC and RCCC need a base
       RTT: uet.sim.command.check_rtt), with exit status 2 as before.
-  C2  ``--mtu``: the simulator's is 1 to 16383, default 4096 (it has no interface to ask); the
+  CLIOPTS-C2  ``--mtu``: the simulator's is 1 to 16383, default 4096 (it has no interface to ask); the
       live commands' is 256 and up, default from the route (:func:`uet.cliargs.add_mtu_argument`).
-  C3  ``--entropies``: the simulator's counts entropy values (default 64), ``uet demo``'s the
+  CLIOPTS-C3  ``--entropies``: the simulator's counts entropy values (default 64), ``uet demo``'s the
       sender's entropy sockets (at most 256, default one per path).
-  C4  ``--bytes``: the simulator and the demo hold the data in memory (at most 4 GiB), ``uet
+  CLIOPTS-C4  ``--bytes``: the simulator and the demo hold the data in memory (at most 4 GiB), ``uet
       send`` streams it (at most 1 TiB, default None: send a FILE).
 
 The replay lines are built from the same declarations (:func:`uet.cliargs.replay_words`).
@@ -38,14 +38,14 @@ from .cms.choice import CC_NAMES
 from .cms.csig import TYPE_BY_NAME
 from .multipath.spray import SELECTOR_KINDS
 
-SIM_MTU = 4096  # C2: a simulation has no interface to ask
+SIM_MTU = 4096  # CLIOPTS-C2: a simulation has no interface to ask
 
 
 def add_transfer_options(p: Any, *, data: int | None, messages: bool = True,
                          mtu_where: str | None = None, ses_modes: tuple[str, ...] = (),
                          ops: tuple[str, ...] = ()) -> Any:
-    """``--bytes`` (C4: ``data`` is the default of the held form, None the streamed one of
-    ``uet send``), ``--messages``, ``--mtu`` (C2: the live form where ``mtu_where`` says which
+    """``--bytes`` (CLIOPTS-C4: ``data`` is the default of the held form, None the streamed one of
+    ``uet send``), ``--messages``, ``--mtu`` (CLIOPTS-C2: the live form where ``mtu_where`` says which
     interface sets the default), ``--mode`` (``ses_modes``: the simulator's SES modes), ``--op``
     (``ops``), ``--window``, ``--ses-header``. Returns the group."""
     g = p.add_argument_group("transfer")
@@ -95,7 +95,7 @@ def add_path_model_options(p: Any, *, paths: int | None = 4, rate: float | None 
     g.add_argument("--paths", type=cliargs.paths, default=paths, help="parallel paths (default 4)")
     g.add_argument("--rate", type=cliargs.rate, default=rate,
                    help=f"rate of each path in Gb/s (default {says('rate', rate)})")
-    g.add_argument("--rtt", type=cliargs.delay_us, default=10.0,  # C1
+    g.add_argument("--rtt", type=cliargs.delay_us, default=10.0,  # CLIOPTS-C1
                    help="base round-trip time of each path in microseconds, 0 or more (the "
                         "simulator: above 0); one-way delay rtt/2 (default 10)")
     g.add_argument("--loss", type=fraction, default=loss,
@@ -129,7 +129,7 @@ def add_cc_options(p: Any, *, cc: str | None = "fixed", cc_says: str = "",
     """``--cc`` (``cc_says``: what NSCC and RCCC are built for, and the default), ``--cc-rate``
     and ``--cc-rtt`` (``network``: their defaults, rate in Gb/s and RTT in microseconds, for the
     live endpoints, which have no fabric to read them from),
-    ``--spray``, ``--entropies`` (C3) and ``--csig`` (``csig_what``: what it does here)."""
+    ``--spray``, ``--entropies`` (CLIOPTS-C3) and ``--csig`` (``csig_what``: what it does here)."""
     g = p.add_argument_group("congestion control and multipath")
     g.add_argument("--cc", choices=CC_NAMES, default=cc,
                    help="congestion control: fixed (the --window), nscc (E.1) or rccc (E.2, "
@@ -164,7 +164,7 @@ def add_cc_options(p: Any, *, cc: str | None = "fixed", cc_says: str = "",
 def add_csig_argument(p: Any, *, what: str) -> None:
     """``--csig TYPE`` (``what`` says what it does for this command)."""
     p.add_argument("--csig", choices=sorted(TYPE_BY_NAME), default=None, metavar="TYPE",
-                   help="CSIG-style signalling (uet-facts E.4), a signal type: abw, abw/c, delay "
+                   help="CSIG-style signalling (facts E.4), a signal type: abw, abw/c, delay "
                         "or nqd (default off); " + what)
 
 

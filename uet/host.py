@@ -4,33 +4,33 @@ above them, with one datagram interface (``receive_datagram``, ``datagrams_to_se
 endpoint (sockets, trio) drive alike, and the SES operations, each over the delivery mode the
 caller names.
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision where facts are silent)
+RULES (each names its docs/facts.md row; "choice" marks a project decision where facts are silent)
 ================================================================================================
-  H1  B.1 / B.10 / B.13 / B.14: an arriving datagram goes by its PDS type (the type sets of
+  HOST-H1  B.1 / B.10 / B.13 / B.14: an arriving datagram goes by its PDS type (the type sets of
       uet.wire.enums): RUDI request and response, and a NACK with NT = 1, to the RUDI endpoint;
       UUD to the UUD endpoint; requests, ACKs, NACKs (NT = 0) and CONTROL to the PDS endpoint;
       anything else (TSS, reserved types) is counted: ``unsupported``, or ``bad_crc`` when its
       trailer (A.3) does not verify (a damaged type byte is damage, not another type).
-  H2  C.8: each operation goes over the mode its caller names: "rud" and "rod" as the requests of
+  HOST-H2  C.8: each operation goes over the mode its caller names: "rud" and "rod" as the requests of
       a PDC (the SES is the PDS's upper layer, uet/pds/upper.py); "rudi" as single-packet RUDI
       requests (a longer one fails the operation: RUDI answers each request alone); UUD carries
       DATAGRAM_SEND only. What the SES sends on its own (read data, DEFERRABLE_RTR, rendezvous
       pulls) goes over ``ses_mode`` (default "rud"; choice: the facts do not tie a response's
       PDC to the request's).
-  H3  C.8 / M2 of uet/ses/target.py: a RUDI target answers each request with the SES response
+  HOST-H3  C.8 / SES-M2 of uet/ses/target.py: a RUDI target answers each request with the SES response
       (``inline_limit`` = mtu, P1); a request without one is counted (``rudi_no_response``).
-  H4  R3 of uet/ses/target.py: the SES's idle partial messages are dropped on the host's timer,
+  HOST-H4  SES-R3 of uet/ses/target.py: the SES's idle partial messages are dropped on the host's timer,
       every half ``partial_timeout`` while any is in reassembly.
-  H5  A.3 / F: with ``security`` (a :class:`uet.tss.SecurityConfig`), TSS takes the place of the
+  HOST-H5  A.3 / F: with ``security`` (a :class:`uet.tss.SecurityConfig`), TSS takes the place of the
       CRC-32C trailer on the wire. The endpoints below keep speaking the CRC form (their one
       trailer context, uet.wire.trailer); the host converts at its edge: every datagram it sends
       loses its trailer and is protected (security header, AES-256-GCM, tag); every datagram it
-      receives must be TSS and authenticate (uet.tss.layer), and its plaintext goes to H1 with
+      receives must be TSS and authenticate (uet.tss.layer), and its plaintext goes to HOST-H1 with
       a trailer computed for its addressing. A datagram that is not TSS is dropped and counted
       (``tss_plain``): anyone can forge one. A trimmed TSS packet has lost its tag: by the
       layer's choice (``trimmed``), its surviving bytes are decrypted without being trusted and
       go on with DSCP 11, so the PDS answers NACK TRIMMED (R1) and delivers nothing from it.
-  H6  choice (issue 25): a host stops with :meth:`Host.shutdown`, which its driver calls once it
+  HOST-H6  choice (issue 25): a host stops with :meth:`Host.shutdown`, which its driver calls once it
       reads no more datagrams: the SES frees the storage of the messages it holds in an
       explicit order (each message's C lane, then its engines, then the views of its buffer;
       uet.ses.SesEndpoint.release), never left to the garbage collector, which cannot clear a
@@ -78,7 +78,7 @@ class Host:
         self._peer: dict[int, Any] = {}  # outstanding RUDI pkt_id -> the SES peer it went to
         self._now = 0.0
         self._sweep_at = INF
-        self.tss: Any = None  # H5
+        self.tss: Any = None  # HOST-H5
         if security is not None:
             from .tss import TssLayer  # the cryptography import only for protected hosts
 
@@ -87,9 +87,9 @@ class Host:
     # --- the datagram interface -------------------------------------------------------------------
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float, *,
                          csig: int | None = None, lane: int | None = None) -> None:
-        """H1: to the endpoint of its PDS type. ``csig``: the CSIG tag the frame carried (E.4),
+        """HOST-H1: to the endpoint of its PDS type. ``csig``: the CSIG tag the frame carried (E.4),
         for the PDS's reflection (RUDI and UUD have no ACK_CCX to reflect it in). ``lane``: the
-        C lane's status for a datagram it already left (:meth:`receive_area`; R5 of
+        C lane's status for a datagram it already left (:meth:`receive_area`; PDS-R5 of
         uet/pds/endpoint.py: offered once)."""
         self._now = now
         if self.tss is not None:
@@ -118,11 +118,11 @@ class Host:
 
     def receive_datagrams(self, items: list[tuple[bytes, DatagramMeta]], now: float) -> None:
         """:meth:`receive_datagram` for each ``(data, meta)`` of ``items``, in order, at ``now``
-        (none with a CSIG tag): the same steps, fewer calls. While the sweep (H4) is armed the
-        per-datagram check after H1 cannot change anything, so a run of PDC datagrams goes to
+        (none with a CSIG tag): the same steps, fewer calls. While the sweep (HOST-H4) is armed the
+        per-datagram check after HOST-H1 cannot change anything, so a run of PDC datagrams goes to
         the PDS in one :meth:`Endpoint.receive_datagrams`; anything else goes one by one."""
         one = self.receive_datagram
-        if self.tss is not None:  # H5's datagrams go one by one
+        if self.tss is not None:  # HOST-H5's datagrams go one by one
             for data, meta in items:
                 one(data, meta, now)
             return
@@ -134,7 +134,7 @@ class Host:
             data, meta = items[i]
             t = data[0] >> 3 if data else -1
             if t not in PDC_TYPES or (t in NACK_TYPES and len(data) > 1 and data[1] & NACK_NT_FLAG):
-                one(data, meta, now)  # H1: not the PDS's
+                one(data, meta, now)  # HOST-H1: not the PDS's
                 i += 1
             elif self._sweep_at == INF:
                 pds_one(data, meta, now)
@@ -159,9 +159,9 @@ class Host:
         uet.native.sockbatch.RxArea), in order: the C receive lane takes what it serves
         (:meth:`Endpoint.receive_area`), and ``item(i, with_data)`` makes each other one into
         ``(data, meta)`` (None: the engine dealt with it) for :meth:`receive_datagram`, with the
-        lane's status (not offered to it again, its trailer verdict kept: R5 of
+        lane's status (not offered to it again, its trailer verdict kept: PDS-R5 of
         uet/pds/endpoint.py) - the same steps as :meth:`receive_datagrams` over the same
-        datagrams (H1-H4). Only for a host without TSS (H5 opens every datagram first)."""
+        datagrams (HOST-H1 to HOST-H4). Only for a host without TSS (HOST-H5 opens every datagram first)."""
         pds = self.pds
         self._now = now
         i = 0
@@ -169,7 +169,7 @@ class Host:
             k, status = pds.receive_area(area, i, n, local4, dport, now)
             if k >= n:
                 break
-            if status == 2 or status == 3:  # taken; its ACK is due or built (A1)
+            if status == 2 or status == 3:  # taken; its ACK is due or built (PDS-A1)
                 pds.acknowledge_lane(item(k, False)[1], status, now)  # type: ignore[index]
             else:
                 it = item(k, True)
@@ -189,13 +189,13 @@ class Host:
             out += self.rudi.datagrams_to_send(now)
         if self.uud.has_datagrams:
             out += self.uud.datagrams_to_send(now)
-        if self.tss is not None and out:  # H5: the tag replaces the trailer
+        if self.tss is not None and out:  # HOST-H5: the tag replaces the trailer
             protect = self.tss.protect
             out = [(protect(data[:-4], meta), meta) for data, meta in out]
         return out
 
     def _unprotect(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, DatagramMeta] | None:
-        """H5 for one arriving datagram: its plaintext in the CRC form the endpoints read (with
+        """HOST-H5 for one arriving datagram: its plaintext in the CRC form the endpoints read (with
         DSCP 11 kept for a trimmed one), or None when it was dropped (and counted)."""
         if not data or data[0] >> 3 != 1:
             self.counts["tss_plain"] += 1
@@ -222,7 +222,7 @@ class Host:
         self.pds.handle_timer(now)
         self.rudi.handle_timer(now)
         self._rudi_events(now)
-        if self._sweep_at <= now:  # H4
+        if self._sweep_at <= now:  # HOST-H4
             self._sweep_at = INF
             self.ses.expire(now)
             self._arm_sweep(now)
@@ -236,7 +236,7 @@ class Host:
         if self._sweep_at == INF and self.ses.in_reassembly:
             self._sweep_at = now + self.ses.config.partial_timeout / 2
 
-    # --- operations (H2) ----------------------------------------------------------------------------
+    # --- operations (HOST-H2) ----------------------------------------------------------------------------
     def op(self, mode: str, start: Callable[..., int], *args: Any, tc: int = 0,
            **kw: Any) -> int:
         """Start one SES operation (``start``, a SesEndpoint method, called with ``args`` and
@@ -257,7 +257,7 @@ class Host:
                        pid_on_fep=pid_on_fep, resource_index=resource_index)
 
     def route(self, mode: str, now: float, *, tc: int = 0) -> None:
-        """H2: hand what the SES queued to the endpoint of ``mode`` (RUD/ROD: the PDC of the
+        """HOST-H2: hand what the SES queued to the endpoint of ``mode`` (RUD/ROD: the PDC of the
         item's job and ``tc``, C.1)."""
         for item in self.ses.items_to_send():
             peer = str(item.peer)
@@ -284,7 +284,7 @@ class Host:
                         self.counts["uud_too_long"] += 1
 
     def _rudi_events(self, now: float) -> None:
-        """H3: RUDI requests to the SES and its answers back; responses and failures up."""
+        """HOST-H3: RUDI requests to the SES and its answers back; responses and failures up."""
         r, ses = self.rudi, self.ses
         while (e := r.next_event()) is not None:
             if isinstance(e, RudiRequest):
@@ -332,10 +332,10 @@ class Host:
         self.pds.close(dst)
 
     def shutdown(self) -> None:
-        """H6: the host stops; the messages in reassembly are dropped, their storage freed in
+        """HOST-H6: the host stops; the messages in reassembly are dropped, their storage freed in
         order. Idempotent."""
         self.ses.release()
-        self._sweep_at = INF  # H4: nothing left to sweep
+        self._sweep_at = INF  # HOST-H4: nothing left to sweep
 
 
 def with_port(cfg: RudiConfig, port: int, entropy: list[int], seed: int) -> RudiConfig:

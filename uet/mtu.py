@@ -1,4 +1,4 @@
-"""Payload size per packet and the route's MTU: no IP fragments, ever (uet-facts A.1).
+"""Payload size per packet and the route's MTU: no IP fragments, ever (facts A.1).
 
 What this module owns
   * ``packet_overhead``: the worst-case bytes a datagram adds around its payload, from the
@@ -12,7 +12,7 @@ What this module owns
     ``IPV6_DONTFRAG`` and ``IPV6_MTU_DISCOVER = IPV6_PMTUDISC_DO``), so that a datagram too big for
     the route fails with EMSGSIZE instead of leaving in fragments;
   * ``too_big_line``: the one line a command prints when that happens (it names the route's MTU
-    and ``--mtu``; the command exits 2, uet.io.engine M1).
+    and ``--mtu``; the command exits 2, uet.io.engine IO-M1).
 
 Choices
   * ``--mtu`` counts payload bytes per packet, as the reference's ``UET_MAX_PAYLOAD`` does (A.1):

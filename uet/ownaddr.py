@@ -1,18 +1,18 @@
-"""An endpoint's own address on one host: the UET-port rule of uet-facts A.1 (H.1 #19) for the
+"""An endpoint's own address on one host: the UET-port rule of facts A.1 (H.1 #19) for the
 commands that initiate (``uet send``, ``uet conformance``, ``uet demo``, ``uet fabric``).
 
 Every UET datagram, requests and answers alike, goes to UDP destination port = the UET port; so
 every endpoint, initiators included, receives on (its own address, UET port), and two endpoints on
 one host need two addresses. What this module owns:
 
-  O1  :func:`bind_own`: the socket an endpoint receives on, bound to ``local`` when the caller
+  OWNADDR-O1  :func:`bind_own`: the socket an endpoint receives on, bound to ``local`` when the caller
       names one, else - when the peer is on this host (or none is named) - to the first free
       loopback address: 127.0.0.2, 127.0.0.3, ... 127.0.0.254 (IPv6: ::2, ::3, ... as far as they
       exist), the peer's own address skipped; else to the route's source address towards the
       peer. Each candidate is tried by the real bind, without SO_REUSEADDR, so two processes
       never share an address and UET port silently and no other process can take the address
       between a test and the bind.
-  O2  a bind that fails says why in one line (:class:`LocalAddressError`, an OSError): a socket
+  OWNADDR-O2  a bind that fails says why in one line (:class:`LocalAddressError`, an OSError): a socket
       bound to the wildcard address holds the UET port on every address, so nobody else on this
       host can bind it ("bind the receiver to one address"); IPv6 loopback has only ::1 until
       another address is added (``ip -6 addr add ::2/128 dev lo``, root); an address in use.
@@ -35,7 +35,7 @@ IPV6_ADD_HINT = "ip -6 addr add ::2/128 dev lo"
 
 
 class LocalAddressError(OSError):
-    """No address of its own could be bound for an endpoint; the message is one line (O2)."""
+    """No address of its own could be bound for an endpoint; the message is one line (OWNADDR-O2)."""
 
     def __str__(self) -> str:
         return str(self.strerror)
@@ -65,7 +65,7 @@ def on_this_host(host: str) -> bool:
 
 
 def loopback_candidates(family: int, skip: tuple[str, ...] = ()) -> Iterator[str]:
-    """O1: the loopback addresses an endpoint may take, in order (127.0.0.1 and ::1 are the
+    """OWNADDR-O1: the loopback addresses an endpoint may take, in order (127.0.0.1 and ::1 are the
     usual receivers' and are not offered)."""
     for i in range(2, LOOPBACK_LAST + 1):
         a = (str(ipaddress.IPv6Address(i)) if family == socket.AF_INET6
@@ -97,13 +97,13 @@ def _wildcard_message(port: int, family: int) -> str:
     return (f"UDP port {port} is held on every address of this host by a socket bound to "
             f"{wild}:{port} (a receiver bound to the wildcard address): bind the receiver to one "
             f"address (uet recv --bind {lo}:{port}), since every endpoint receives on its own "
-            "address at the UET port (uet-facts A.1)")
+            "address at the UET port (facts A.1)")
 
 
 def bind_own(make: Callable[[str], socket.socket], *, port: int, local: str | None = None,
              peer: str | None = None, family: int | None = None, option: str = "--local",
              who: str = "this endpoint") -> tuple[socket.socket, str]:
-    """O1, O2: ``(socket, its address)``; ``make(address)`` opens the socket and binds it to
+    """OWNADDR-O1, OWNADDR-O2: ``(socket, its address)``; ``make(address)`` opens the socket and binds it to
     (address, ``port``), raising OSError. ``option`` names the command-line option that gives an
     address (for the messages), ``who`` the endpoint."""
     if local is not None:
@@ -117,7 +117,7 @@ def bind_own(make: Callable[[str], socket.socket], *, port: int, local: str | No
                     raise LocalAddressError(exc.errno, _wildcard_message(port, fam)) from None
                 raise LocalAddressError(exc.errno, f"{_fmt(local, port)} is in use: {who} "
                                         f"receives on its own address at the UET port "
-                                        f"(uet-facts A.1); give another with {option}") from None
+                                        f"(facts A.1); give another with {option}") from None
             if exc.errno == errno.EADDRNOTAVAIL:
                 hint = (f" (add it as root: ip -6 addr add {local}/128 dev lo)"
                         if fam == socket.AF_INET6 and is_loopback(local) else "")
@@ -143,7 +143,7 @@ def bind_own(make: Callable[[str], socket.socket], *, port: int, local: str | No
     if fam == socket.AF_INET6:
         raise LocalAddressError(errno.EADDRNOTAVAIL,
                                 f"IPv6 loopback has only ::1 here, and {who} needs a second "
-                                f"address of its own to receive at UET port {port} (uet-facts "
+                                f"address of its own to receive at UET port {port} (facts "
                                 f"A.1): add one as root ({IPV6_ADD_HINT}) or give one with "
                                 f"{option}")
     raise LocalAddressError(errno.EADDRINUSE, f"no free loopback address from 127.0.0.2 to "

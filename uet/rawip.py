@@ -1,16 +1,16 @@
-"""Raw IP sockets for native IP (uet-facts A.1 "Native IP"; ``--encap ip``): one socket of IP
+"""Raw IP sockets for native IP (facts A.1 "Native IP"; ``--encap ip``): one socket of IP
 protocol 253 (``ip_proto``) per endpoint, for the live endpoint (uet.io.native_ip) and the
 conformance peer alike.
 
-  R1  the socket is bound to the endpoint's own address: a raw socket receives every datagram of
+  RAWIP-R1  the socket is bound to the endpoint's own address: a raw socket receives every datagram of
       its protocol to the host, and the bound address makes the kernel hand it only those to
       that address (several processes on one host: distinct addresses, uet.ownaddr);
-  R2  the kernel builds the IP header: DF (uet.mtu.set_dont_fragment: never fragments, A.1), the
+  RAWIP-R2  the kernel builds the IP header: DF (uet.mtu.set_dont_fragment: never fragments, A.1), the
       TOS / traffic class per datagram by control message, the bound source address;
-  R3  IPv4 hands over the IP header with each datagram (:func:`uet.wire.ipencap.parse_ipv4`);
+  RAWIP-R3  IPv4 hands over the IP header with each datagram (:func:`uet.wire.ipencap.parse_ipv4`);
       IPv6 does not: destination and traffic class come as ancillary data (IPV6_RECVPKTINFO,
       IPV6_RECVTCLASS);
-  R4  without root or CAP_NET_RAW, :func:`raw_socket` raises :class:`RawDenied`, whose message
+  RAWIP-R4  without root or CAP_NET_RAW, :func:`raw_socket` raises :class:`RawDenied`, whose message
       is the one line the commands print (exit 2).
 """
 
@@ -34,14 +34,14 @@ IPV6_RECVPKTINFO, IPV6_RECVTCLASS, IPV6_TCLASS = 49, 66, 67
 
 
 class RawDenied(UetError, PermissionError):
-    """Raw sockets need root or CAP_NET_RAW (R4)."""
+    """Raw sockets need root or CAP_NET_RAW (RAWIP-R4)."""
 
 
 def raw_socket(local: str, *, ip_proto: int = UET_IP_PROTO, rcvbuf: int = 8 << 20,
                sndbuf: int = 4 << 20, tos: int = 46 << 2) -> socket.socket:
-    """A non-blocking raw socket of protocol ``ip_proto`` bound to ``local`` (R1) with DF, the
+    """A non-blocking raw socket of protocol ``ip_proto`` bound to ``local`` (RAWIP-R1) with DF, the
     receive metadata (IPv6: destination and traffic class as ancillary data; IPv4: the header
-    comes with the datagram) and large buffers; :class:`RawDenied` without the privilege (R4)."""
+    comes with the datagram) and large buffers; :class:`RawDenied` without the privilege (RAWIP-R4)."""
     fam = family_of(local)
     try:
         s = socket.socket(fam, socket.SOCK_RAW, ip_proto)
@@ -68,7 +68,7 @@ def raw_socket(local: str, *, ip_proto: int = UET_IP_PROTO, rcvbuf: int = 8 << 2
 def recv_raw(sock: socket.socket, *, local: str,
              bufsize: int = 65535 + 60) -> tuple[str, str, int, bytes | memoryview] | None:
     """One datagram of ``sock`` (non-blocking): (source, destination, TOS, IP payload), None when
-    none waits; a datagram that is not IPv4 comes out with empty addresses (R3). ``local`` is the
+    none waits; a datagram that is not IPv4 comes out with empty addresses (RAWIP-R3). ``local`` is the
     destination when an IPv6 datagram names none."""
     try:
         if sock.family == socket.AF_INET6:
@@ -112,7 +112,7 @@ class RawBatch:
 
 
 def tos_cmsg(family: int, tos: int) -> tuple[int, int, bytes]:
-    """The control message that sets one datagram's TOS / traffic class (R2)."""
+    """The control message that sets one datagram's TOS / traffic class (RAWIP-R2)."""
     if family == socket.AF_INET6:
         return (socket.IPPROTO_IPV6, IPV6_TCLASS, struct.pack("i", tos))
     return (socket.IPPROTO_IP, IP_TOS, struct.pack("i", tos))

@@ -7,7 +7,7 @@ differs, the exact relation is asserted with its reason:
 * ``uet sim`` records every frame as sent (and again each frame the network changed): the
   analyzer's retransmissions, trims, NACKs by code and CE marks equal the summary's. Spurious:
   the simulator counts a resend that *arrived intact* when its PSN had already arrived; the
-  analyzer judges from the ACKs the capture showed before the resend (uet-facts C.2, C.4). So
+  analyzer judges from the ACKs the capture showed before the resend (facts C.2, C.4). So
   sim spurious == the analyzer's spurious resends that arrived (not trimmed, answered by an ACK
   with their ACK_PSN and RETX, B.7) in these runs; a spurious resend that was trimmed or dropped
   is one the simulator does not count.
@@ -468,7 +468,7 @@ def test_a_protected_demo_capture_is_accounted_for_with_its_key(capsys, tmp_path
     d = json.loads(out)
     assert d["ok"] is True
     # through the relay both ends send an SSI and the AAD leaves the addresses out (the relay
-    # rewrites them: uet-facts A.1, uet.demo.command.through_relay)
+    # rewrites them: facts A.1, uet.demo.command.through_relay)
     a = analyze(capsys, pcap, "--sd-key", str(pcap) + ".key", "--tss-aad", "header")
     assert a["pdc_count"] == 1 and a["violations"] == 0 and a["broken"] == []
     assert a["trimmed"] == d["trimmed"] and a["ce_marked"] == d["ecn_marked"]

@@ -1,4 +1,4 @@
-"""The CSIG congestion-signalling tag (uet-facts E.4, layout uet.cms.csig C1) wherever frames are
+"""The CSIG congestion-signalling tag (facts E.4, layout uet.cms.csig CMS-C1) wherever frames are
 decoded: the schema's ``csig`` header against uet.cms.csig, ``uet decode`` through the tag (alone,
 with VLAN tags, r set, cut short, on another EtherType), the Scapy ``CSIG`` layer against the codec,
 and tshark with the generated Lua dissector against ``uet decode --json``."""
@@ -69,7 +69,7 @@ def tag_json(t: int, s: int, lm: int = 0, d: int = 0, r: int = 0, ethertype: int
             "ethertype": ethertype}
 
 
-# --- the schema against uet.cms.csig (C1) -----------------------------------------------------
+# --- the schema against uet.cms.csig (CMS-C1) -----------------------------------------------------
 
 @given(t=st.integers(0, 3), s=st.integers(0, 31), lm=st.integers(0, 127), d=st.booleans(),
        r=st.integers(0, 1), ethertype=st.integers(0, 0xFFFF))
@@ -152,7 +152,7 @@ def test_bad_csig_ethertype_exits_2_with_one_line(capsys, bad):
 def test_tree_shows_the_tag(tmp_path, capsys):
     assert main(["decode", write(tmp_path / "t.pcap", [tagged(PLAIN, t=csig.ABW_C, s=5, r=1)])]) == 0
     out = capsys.readouterr().out
-    assert "  CSIG tag (after its TPID) [uet-facts E.4]\n      t: 1 (ABW/C)\n      s: 5\n" in out
+    assert "  CSIG tag (after its TPID) [facts E.4]\n      t: 1 (ABW/C)\n      s: 5\n" in out
     assert out.index("CSIG tag") < out.index("IPv4")
     assert "  ! csig: reserved bit r is set" in out
 

@@ -1,4 +1,4 @@
-"""`uet decode` as design.md's contract describes it: link types, JSON Lines, trailer modes,
+"""`uet decode` as docs/design-notes.md's contract describes it: link types, JSON Lines, trailer modes,
 partial layers, problems and exit status."""
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def test_exit_status(tmp_path, capsys):
 def test_tree_output(tmp_path, capsys):
     rc, out, _ = run(["decode", write_pcap(tmp_path / "f.pcap", [FRAME])], capsys)
     assert rc == 0
-    assert "UET RUD/ROD request [uet-facts B.5]" in out
+    assert "UET RUD/ROD request [facts B.5]" in out
     assert "      type: 2 (RUD_REQ)" in out
     assert "      [start_psn: 70000]" in out
     assert "CRC-32C trailer: 0x" in out and "[good]" in out

@@ -3,7 +3,7 @@ analyze`` read a datagram cut into fragments as the whole datagram, in the frame
 and hostile fragments give a problem line each and bounded memory.
 
 Fragments are made by scapy's ``fragment()`` / ``fragment6()`` and by hand (:func:`cut4`), the way a
-sender that exceeds the link MTU makes them (uet-facts A.1 forbids it: DF on every datagram)."""
+sender that exceeds the link MTU makes them (facts A.1 forbids it: DF on every datagram)."""
 
 from __future__ import annotations
 

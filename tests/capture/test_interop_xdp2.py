@@ -1,4 +1,4 @@
-"""The XDP2 sample captures (../shared/interop/xdp2/) decode field by field as uet-facts.md says.
+"""The XDP2 sample captures (../shared/interop/xdp2/) decode field by field as docs/facts.md says.
 
 Expected values were worked out by hand from the frames' hex and the facts tables (B.3-B.14,
 D.2-D.7). The XDP2 quirks named in ../shared/interop/README.md are asserted where they show:

@@ -1,4 +1,4 @@
-"""The reference provider's receive rules as a model (uet.capture.refprov, uet-facts A.1, A.3):
+"""The reference provider's receive rules as a model (uet.capture.refprov, facts A.1, A.3):
 each rule caught on a frame built to break it, and a clean exchange passing them all."""
 
 from __future__ import annotations

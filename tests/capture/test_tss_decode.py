@@ -1,4 +1,4 @@
-"""Captures of protected transfers (issue 18 item 3; uet-facts B.15, F): ``uet sim --tss --pcap``
+"""Captures of protected transfers (issue 18 item 3; facts B.15, F): ``uet sim --tss --pcap``
 writes the key beside the capture, ``uet decode --sd-key`` decodes what is inside every TSS frame,
 without the key the header shows and the payload is reported encrypted, a wrong key says so, and
 the Scapy layer decrypts the same frames."""

@@ -243,7 +243,7 @@ def test_error_line_and_hint_exactly(capsys, no_runs):
     assert rc == 2
     assert err == ("uet sim: error: argument --rtt: nan: a finite time in microseconds, 0 or "
                    "more, e.g. 10\ntry 'uet sim --help'\n")
-    # C1 of uet.cliopts: --rtt parses as uet fabric's (0 or more); the simulator refuses 0 after
+    # CLIOPTS-C1 of uet.cliopts: --rtt parses as uet fabric's (0 or more); the simulator refuses 0 after
     rc, _, err = run_uet("uet sim --rtt 0", capsys)
     assert rc == 2
     assert err == ("uet sim: error: argument --rtt: 0: the simulator needs a positive round-trip "

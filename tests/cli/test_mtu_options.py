@@ -1,4 +1,4 @@
-"""``--mtu`` (uet-facts A.1: payload bytes per packet, from 256; by default the largest of the
+"""``--mtu`` (facts A.1: payload bytes per packet, from 256; by default the largest of the
 reference provider's 1024, 2048, 4096 and 8192 that fits the route's MTU) on the live commands,
 and ``--ses-header auto|standard`` on send, demo, sim and conformance: present, named in the help,
 a bad value is one line and exit 2, and the default is resolved before any work starts."""

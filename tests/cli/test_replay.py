@@ -29,7 +29,7 @@ def _actions(p: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 
 # (option, the commands that have it): one type, one help text, one set of choices in all of them
 SHARED = [
-    ("--rtt", ("sim", "demo", "fabric")),  # C1 of uet.cliopts: fabric's type, which takes 0
+    ("--rtt", ("sim", "demo", "fabric")),  # CLIOPTS-C1 of uet.cliopts: fabric's type, which takes 0
     ("--paths", ("sim", "demo", "fabric")),
     ("--rate", ("sim", "fabric")),
     ("--loss", ("sim", "fabric")),

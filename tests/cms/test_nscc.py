@@ -1,4 +1,4 @@
-"""NSCC (uet/cms/nscc.py) against uet-facts.md E.1 (one test per table row) and E.6, with numbers
+"""NSCC (uet/cms/nscc.py) against docs/facts.md E.1 (one test per table row) and E.6, with numbers
 worked by hand. The reference network unless a test says otherwise: MTU 4096 B, 100 Gb/s, base RTT
 12 us, trimming: BDP 150000 B, MaxWnd 225000 B, target 9 us, scaling_a 1, scaling_b 0.75, so
 fair increase 20480 B, eta 614.4 B, alpha x (target - delay) = 8192 at 3 us of delay and 12288 at
@@ -347,13 +347,13 @@ def test_random_hook_sequences_keep_window_in_bounds(rate, base, trimming, steps
         assert cc.can_send(0, MTU)
 
 
-# -- the CSIG variant (V1-V3; uet.cms.csig C1, C2) ------------------------------------------------
+# -- the CSIG variant (CMS-V1 to CMS-V3; uet.cms.csig CMS-C1, CMS-C2) ------------------------------------------------
 
 EV = 50001
 
 
 def sig_ack(cc: Nscc, now: float, *tags: int, rtt: float) -> None:
-    """One ACK_CCX as the PDS gives it (I16): its reflected tags first, its own EV's first."""
+    """One ACK_CCX as the PDS gives it (PDS-I16): its reflected tags first, its own EV's first."""
     for k, bits in enumerate(tags):
         cc.on_signal(now=now, ev=EV + k, bits=bits)
     ack(cc, now, rtt=rtt)

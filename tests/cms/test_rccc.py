@@ -1,8 +1,8 @@
-"""RCCC (uet/cms/rccc.py) against uet-facts.md E.2 (the wire elements: B.6 credit_target, B.8 ACK_CC
-cc_type 1 credit, B.12 CONTROL CREDIT / CREDIT_REQ) and the project's rules R1-R4 (sender) and
-S1-S5 (receiver scheduler). Numbers worked by hand. The reference receiver: 100 Gb/s, base RTT
-10 us, MTU 4096 B: BDP 125000 B, so the share (S1) is 125000 B for one sender, 62500 B for two and
-125000 // 16 = 7812 B for sixteen; the S4 expiry E is 4 base RTTs = 40 us."""
+"""RCCC (uet/cms/rccc.py) against docs/facts.md E.2 (the wire elements: B.6 credit_target, B.8 ACK_CC
+cc_type 1 credit, B.12 CONTROL CREDIT / CREDIT_REQ) and the project's rules CMS-R1 to CMS-R4 (sender) and
+CMS-S1 to CMS-S5 (receiver scheduler). Numbers worked by hand. The reference receiver: 100 Gb/s, base RTT
+10 us, MTU 4096 B: BDP 125000 B, so the share (CMS-S1) is 125000 B for one sender, 62500 B for two and
+125000 // 16 = 7812 B for sixteen; the CMS-S4 expiry E is 4 base RTTs = 40 us."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ E = 40 * US
 
 
 def sched(**kw) -> CreditScheduler:
-    kw.setdefault("max_grant", 1 << 40)  # these tests look at shares: grants unpaced (S3)
+    kw.setdefault("max_grant", 1 << 40)  # these tests look at shares: grants unpaced (CMS-S3)
     return CreditScheduler(rate_gbps=100, base_rtt=10 * US, mtu=MTU, **kw)
 
 
@@ -61,7 +61,7 @@ def test_constructors_reject_nonsense():
             CreditScheduler(**kw)
 
 
-# -- the sender (R1-R4) ---------------------------------------------------------------------------
+# -- the sender (CMS-R1 to CMS-R4) ---------------------------------------------------------------------------
 def test_r1_starts_with_one_mtu_and_credit_is_the_only_gate():
     cc = Rccc(mtu=MTU)
     assert cc.credit == MTU and cc.cwnd_bytes == MTU and cc.counters["initial"] == MTU
@@ -95,7 +95,7 @@ def test_r3_b6_credit_target_is_the_backlog_not_covered():
     assert cc.credit_target(10_000) == 10_000 - MTU == 5904
     assert cc.credit_target(MTU) == 0 and cc.credit_target(0) == 0
     assert cc.counters["requests"] == 3
-    assert cc.asked == to_bytes(to_units(5904)) == 5952      # R4: as the wire carried it
+    assert cc.asked == to_bytes(to_units(5904)) == 5952      # CMS-R4: as the wire carried it
 
 
 def test_r4_b8_b12_a_grant_beyond_the_demand_is_clamped():
@@ -165,7 +165,7 @@ def test_r1_r4_the_sender_never_sends_beyond_its_credit(initial, ops):
         assert c["overdrawn"] == 0
 
 
-# -- the scheduler (S1-S5) ------------------------------------------------------------------------
+# -- the scheduler (CMS-S1 to CMS-S5) ------------------------------------------------------------------------
 def test_s1_bdp_and_the_share_at_100g_10us():
     s = sched()
     assert s.bdp == BDP and s.active == 0 and s.share == BDP
@@ -224,7 +224,7 @@ def test_s1_a_newcomer_shrinks_the_share_and_the_old_sender_waits_for_arrivals()
     s.demand("a", 0.0, 1 << 20)
     assert s.grant("a", 0.0) == BDP
     s.demand("b", 1 * US, 1 << 20)
-    assert s.grant("b", 1 * US) == 0        # S3: the budget (one BDP) is all out at a
+    assert s.grant("b", 1 * US) == 0        # CMS-S3: the budget (one BDP) is all out at a
     s.arrived("a", 2 * US, 50_000)          # a still holds 75000 > 62500
     assert s.grant("a", 2 * US) == 0
     assert s.grant("b", 2 * US) == 50_000   # what came back, not yet its whole share
@@ -253,8 +253,8 @@ def test_s3_waiting_lists_the_senders_that_can_grow_after_another_finishes():
         s.demand(k, 0.0, 1 << 20)
     s.demand("a", 0.0, 41_666)              # a needs exactly one share
     assert [s.grant(k, 0.0) for k in "bca"] == [41_666] * 3
-    assert s.active == 2                    # a's demand is all granted (S3: it stops counting)
-    # the shares grew to 62500, but the budget (one BDP) has 2 bytes left (S3)
+    assert s.active == 2                    # a's demand is all granted (CMS-S3: it stops counting)
+    # the shares grew to 62500, but the budget (one BDP) has 2 bytes left (CMS-S3)
     assert s.waiting(1 * US) == [("b", 2)]
     assert s.waiting(2 * US) == []          # granted as listed: nothing twice
     s.arrived("b", 3 * US, 10_000)
@@ -318,7 +318,7 @@ def test_s4_a_quiet_sender_returns_everything_after_two_expiries():
 
 def test_s5_bytes_beyond_the_outstanding_credit_are_uncredited():
     s = sched()
-    s.arrived("a", 0.0, MTU)                # the sender's initial credit (R1)
+    s.arrived("a", 0.0, MTU)                # the sender's initial credit (CMS-R1)
     assert s.outstanding("a") == 0 and s.counters["uncredited"] == MTU
     s.demand("a", 0.0, 1000)
     s.grant("a", 0.0)
@@ -364,7 +364,7 @@ def test_s1_s5_credit_is_conserved_and_never_beyond_demand(ops):
 def test_e2_b6_b8_a_credit_loop_delivers_everything_within_the_receivers_budget():
     """Four senders of 300 KB each behind one receiver, the wire in credit units both ways
     (B.6 demand, B.8 / B.12 grants): everything arrives, no sender ever exceeds its credit,
-    and the receiver's outstanding credit stays within the BDP plus one share (S3)."""
+    and the receiver's outstanding credit stays within the BDP plus one share (CMS-S3)."""
     s = sched(unit=CREDIT_UNIT)
     total = 300_000
     senders = {k: Rccc(mtu=MTU) for k in range(4)}

@@ -1,4 +1,4 @@
-"""The RoCE fabric's ports (uet.compare.ports R1-R6): the adaptive switch picks the shortest queue,
+"""The RoCE fabric's ports (uet.compare.ports COMPARE-R1 to COMPARE-R6): the adaptive switch picks the shortest queue,
 ECMP pins a 5-tuple, RED marks as configured, a paused port holds its data."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The RoCE designs' options of ``uet compare`` (uet.compare.rocefabric F6): SEND as well as WRITE
-(uet.roce.qp Q1), and the class of ACKs and NAKs - in the QP's lossless class PFC can pause them,
+"""The RoCE designs' options of ``uet compare`` (uet.compare.rocefabric COMPARE-F6): SEND as well as WRITE
+(uet.roce.qp ROCE-Q1), and the class of ACKs and NAKs - in the QP's lossless class PFC can pause them,
 in the CNPs' high class it never does."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_an_ack_in_the_qp_class_goes_to_the_data_queue_and_waits_out_a_pause():
         ack = rx._ack(0x1F, 0)
         assert ack[15] >> 2 == (DATA_DSCP if ack_class == "same" else CNP_DSCP)
         assert decode_frame(1, ack, 1).obj["roce"]["aeth"]["syndrome"] == 0x1F
-        host.nic.gate.receive(0xFFFF, 0.0, host.nic.rate_bps)   # the ToR paused this NIC (P5)
+        host.nic.gate.receive(0xFFFF, 0.0, host.nic.rate_bps)   # the ToR paused this NIC (ROCE-P5)
         fab._send_frame(host, ack, -1, 0.0)
         assert len(getattr(host.nic, queue)) == 1
         started = host.nic.start(1e-6)

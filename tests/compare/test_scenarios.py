@@ -46,8 +46,8 @@ def test_elephants_ecmp_puts_two_flows_on_one_uplink():
 
 def test_elephants_adaptive_spreads_each_flow_over_several_uplinks():
     _, _, raws = run("elephants", designs=("roce", "adaptive"))
-    assert all(len(u) == 1 for u in raws["roce"]["flow_uplinks"])       # pinned (Q3, R5)
-    assert any(len(u) > 1 for u in raws["adaptive"]["flow_uplinks"])    # per packet (R6)
+    assert all(len(u) == 1 for u in raws["roce"]["flow_uplinks"])       # pinned (Q3, COMPARE-R5)
+    assert any(len(u) > 1 for u in raws["adaptive"]["flow_uplinks"])    # per packet (COMPARE-R6)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -66,7 +66,7 @@ def test_without_pfc_incast_drops_and_go_back_n_resends():
     assert r["status"] == "ok" and r["drops"] > 0 and r["retx_bytes"] > 0, replay("incast", 1,
                                                                                  False)
     assert r["naks"] > 0 or r["timeouts"] > 0
-    assert r["cnps"] > 0 and r["ecn_marked"] > 0                        # DCQCN at work (D1, D2)
+    assert r["cnps"] > 0 and r["ecn_marked"] > 0                        # DCQCN at work (ROCE-D1, ROCE-D2)
 
 
 def test_pfc_holds_what_is_in_flight_within_the_headroom():

@@ -48,7 +48,7 @@ def ack_bad_crc(monkeypatch) -> None:
 
 
 def deliver_duplicates(monkeypatch) -> None:
-    """A duplicate PSN is handed to the SES again (W2 broken); its new response is kept."""
+    """A duplicate PSN is handed to the SES again (PDS-W2 broken); its new response is kept."""
     orig = Target.on_request
 
     def on_request(self, r, data, end, meta, now):

@@ -1,5 +1,5 @@
 """Issue 25 item 6: the rule that an ACK and a NACK of one PSN from one PDC contradict each other
-(uet-facts C.5), on answers made from the header declarations, without sockets; and the runner
+(facts C.5), on answers made from the header declarations, without sockets; and the runner
 failing a check that saw a contradiction whatever it concluded."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``uet demo`` (design.md "Contracts"): sender, live fabric and receiver on loopback in one command.
+"""``uet demo`` (docs/design-notes.md "Contracts"): sender, live fabric and receiver on loopback in one command.
 
 Every run is small (1-2 MiB) and bounded by ``--timeout``; the assertions are about behaviour
 (bytes delivered and checked by hash, counters that must agree), never about timing.
@@ -24,7 +24,7 @@ from uet.sim.summary import CONTRACT_KEYS
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIB = 1 << 20
 TIMEOUT = "30"  # per run; a healthy 2 MiB run takes well under a second
-# the keys of uet sim's summary (design.md; sim_time_s is None: no virtual time), plus the live ones
+# the keys of uet sim's summary (docs/design-notes.md; sim_time_s is None: no virtual time), plus the live ones
 KEYS = set(CONTRACT_KEYS) | {"goodput_MBps", "per_path"}
 
 

@@ -11,7 +11,7 @@ from uet.wire.build import uet_bytes
 from uet.wire.trailer import CrcContext, trailer_ok, with_trailer
 
 LO = "127.0.0.1"   # the receivers'
-S = "127.0.0.20"   # the senders' (uet-facts A.1: every endpoint an address of its own; the relay
+S = "127.0.0.20"   # the senders' (facts A.1: every endpoint an address of its own; the relay
                    # takes the first free of 127.0.0.2, 127.0.0.3, ...)
 IP_RECVTOS = 13
 

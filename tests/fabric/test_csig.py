@@ -1,4 +1,4 @@
-"""CSIG through the live fabric (uet-facts E.4; rules L1-L4 of uet.fabric.paths, the relay's tag
+"""CSIG through the live fabric (facts E.4; rules L1-L4 of uet.fabric.paths, the relay's tag
 ahead of the UET bytes, uet.fabric.relay), per-path rates (``degrade_paths``) and the links' queue
 figures: on a virtual clock without sockets, then on loopback with plain UDP sockets as sender
 and receiver and hand-built UET packets, and the capture decoded by ``uet decode --json``."""

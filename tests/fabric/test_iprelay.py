@@ -1,4 +1,4 @@
-"""The native-IP relay (uet.fabric.iprelay V1-V5; uet-facts A.1 "Native IP", A.3): what it does to
+"""The native-IP relay (uet.fabric.iprelay FABRIC-V1 to FABRIC-V5; facts A.1 "Native IP", A.3): what it does to
 one IP payload, without sockets; the live runs are in tests/io/test_native_ip.py (root)."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_v2_a_remapped_flow_leaves_with_its_back_ev_and_a_valid_trailer():
     link = _link()
     hop = _fwd_hop(V4, link, 100, ev_out=101)
     arrived = with_entropy(to_ip_payload(BODY + bytes(4), src=V4["S"], dst=V4["F"], ev=100), 101)
-    out, _ = _forward(link, hop, arrived, ECT0)  # _on_ip remaps before the link (V2)
+    out, _ = _forward(link, hop, arrived, ECT0)  # _on_ip remaps before the link (FABRIC-V2)
     assert out[:2] == (101).to_bytes(2, "big") and _native_ok(out, V4["B"], V4["R"])
 
 

@@ -1,4 +1,4 @@
-"""``FabricConfig.mtu`` / ``uet fabric --mtu`` (uet-facts A.1: DF, never IP fragments): the paths
+"""``FabricConfig.mtu`` / ``uet fabric --mtu`` (facts A.1: DF, never IP fragments): the paths
 carry datagrams up to the largest one of ``mtu`` payload bytes (uet.mtu.packet_overhead with TSS
 and a CSIG tag); a longer one is dropped and counted ``too_big``, as a switch drops a frame above
 its MTU, and never forwarded."""

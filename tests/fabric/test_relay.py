@@ -1,6 +1,6 @@
 """The live fabric (uet.fabric) on loopback with plain UDP sockets as sender and receiver and
-hand-built UET packets: the router between two addresses (uet-facts A.1, H.1 #19: every datagram
-keeps its UET destination port and its entropy source port), CRC-32C trailer rewriting (design.md
+hand-built UET packets: the router between two addresses (facts A.1, H.1 #19: every datagram
+keeps its UET destination port and its entropy source port), CRC-32C trailer rewriting (docs/design-notes.md
 "Defaults", A.3), DSCP/ECN (A.2), trimming (C.6), loss, failure, CE marking, duplication,
 reordering."""
 

@@ -1,4 +1,4 @@
-"""``uet fabric --topology leafspine:...`` (uet.net.route T1-T4): the live relay carries datagrams
+"""``uet fabric --topology leafspine:...`` (uet.net.route NET-T1 to NET-T4): the live relay carries datagrams
 along the routes of a switched topology, each link a queue of the one network model (uet.net)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A target that acknowledges at the PDS and never answers at the semantic layer (uet-facts D.7):
+"""A target that acknowledges at the PDS and never answers at the semantic layer (facts D.7):
 the project's sans-IO PDS endpoint (uet.pds.Endpoint) with its default upper layer (Accepting:
 every request taken, no SES response ever) on a UDP socket of 127.0.0.1, served by a thread. Its
 ACKs carry no SES response, so a sender's messages are acknowledged but never complete. Answers

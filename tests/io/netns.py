@@ -1,4 +1,4 @@
-"""The namespace test bed's tools, shared by the tests that build it (design.md test bed 3):
+"""The namespace test bed's tools, shared by the tests that build it (docs/design-notes.md test bed 3):
 ``ip`` commands, whether this machine can run the bed, two namespaces joined by one veth pair
 (IPv4 or IPv6, a given MTU, waited for until both ends carry traffic), and a tcpdump capture on
 one end that keeps every frame. Everything is removed in a finally; traffic stays inside."""

@@ -3,7 +3,7 @@ the schema codecs (uet.wire.build.uet_bytes) and the CRC-32C trailer (uet.wire.t
 what it receives, decoded with uet.wire.packet.decode_uet and checked against the trailer.
 
 Nothing here uses uet.pds or uet.io: the peer sees the live endpoint only through the wire. It
-keeps uet-facts A.1 (H.1 #19): it sends from an EV socket (its port is the entropy value) to the
+keeps facts A.1 (H.1 #19): it sends from an EV socket (its port is the entropy value) to the
 server's UET port, and receives every answer on the UET port at an address of its own
 (uet.ownaddr: the first free loopback address unless ``local`` names one).
 """
@@ -84,7 +84,7 @@ class Peer:
 
     # --- building ------------------------------------------------------------------------
     def seal(self, body: bytes) -> bytes:
-        """``body`` + the CRC-32C trailer over our addresses and UDP header (design.md Defaults)."""
+        """``body`` + the CRC-32C trailer over our addresses and UDP header (docs/design-notes.md Defaults)."""
         ctx = CrcContext(self.ctx_src, self.ctx_dst, _udp(self.sport, self.server[1], 8 + len(body) + 4))
         return with_trailer(ctx, body)
 
@@ -201,5 +201,5 @@ async def arecv_all(peer: Peer, quiet: float = 0.3, limit: int = 100000) -> list
 
 
 def trim(pkt: bytes, keep: int = 256) -> bytes:
-    """What a trimming switch leaves of the UDP payload (C.6, design.md Defaults: 256 bytes)."""
+    """What a trimming switch leaves of the UDP payload (C.6, docs/design-notes.md Defaults: 256 bytes)."""
     return pkt[:keep]

@@ -1,4 +1,4 @@
-"""Bad input is normal input (design.md principle 6): garbage thrown at a serving live endpoint
+"""Bad input is normal input (docs/design-notes.md principle 6): garbage thrown at a serving live endpoint
 while a real transfer runs. The transfer completes with the right hash, the spec's NACKs come
 back, the rest is counted, the core never fails, and PDC state stays within the PDC limit."""
 

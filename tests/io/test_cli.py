@@ -97,7 +97,7 @@ def test_recv_stops_cleanly_with_a_message_in_reassembly(sig):
     """Issue 25 item 1: the sender gives up in the middle of a message (a one-packet window, so
     that 64 MiB cannot be done within its timeout), then the receiver is stopped well within the
     partial-message timeout (R3: 5 s idle). Its reassembly storage is released in order when the
-    endpoint closes (H6 of uet/host.py): exit 0 and the summary, where the garbage collector
+    endpoint closes (HOST-H6 of uet/host.py): exit 0 and the summary, where the garbage collector
     once crashed the interpreter at exit (-11 after "BufferError: memoryview has 1 exported
     buffer"). Through `python -m uet`, whose heap showed it nearly every time."""
     rp = RecvProcess("--json", cli=True)

@@ -1,4 +1,4 @@
-"""CSIG tags at the live endpoint (rules T1, T2 of uet.io.engine; uet-facts E.4): stripped ahead of
+"""CSIG tags at the live endpoint (rules IO-T1, IO-T2 of uet.io.engine; facts E.4): stripped ahead of
 the core, reflected and used through the live fabric, counted when bad or not asked for; the
 entropy-selection kinds and congestion control of ``open_endpoint``, ``uet send`` and ``uet recv``.
 Loopback only, every run bounded."""
@@ -39,8 +39,8 @@ def _raw(dest: tuple, *datagrams: bytes) -> None:
 @pytest.mark.trio
 @pytest.mark.parametrize("csig", [None, ABW])
 async def test_short_or_stray_tags_are_counted_and_the_endpoint_goes_on(csig):
-    """T2: a datagram starting with the TPID but shorter than a tag is counted and dropped; a
-    lone 0x99 is no tag (the core reads it, and refuses it); T1: a tag ahead of garbage goes
+    """IO-T2: a datagram starting with the TPID but shorter than a tag is counted and dropped; a
+    lone 0x99 is no tag (the core reads it, and refuses it); IO-T1: a tag ahead of garbage goes
     to the core like any garbage. The endpoint serves a transfer afterwards."""
     extra = {} if csig is None else {"csig": csig}
     with trio.fail_after(20):
@@ -88,7 +88,7 @@ async def _through_fabric(rx_kw: dict, tx_kw: dict, fab_cfg: FabricConfig, nbyte
 
 @pytest.mark.trio
 async def test_tags_are_stripped_reflected_and_steer_the_sender():
-    """T1 with csig on at both ends: the receiver hands every tag to its core, which reflects
+    """IO-T1 with csig on at both ends: the receiver hands every tag to its core, which reflects
     them; the sender's CSIG selector hears them under its own entropy ports (ev_alias)."""
     cfg = FabricConfig(paths=4, csig="abw", rate_gbps=1.0)
     rx, tx, c, fresh, ports = await _through_fabric(
@@ -102,7 +102,7 @@ async def test_tags_are_stripped_reflected_and_steer_the_sender():
 
 @pytest.mark.trio
 async def test_a_misconfigured_pair_still_works():
-    """T1 with csig off at both ends behind a tagging fabric: tags stripped, counted, ignored."""
+    """IO-T1 with csig off at both ends behind a tagging fabric: tags stripped, counted, ignored."""
     cfg = FabricConfig(paths=2, csig="delay")
     rx, tx, c, fresh, _ = await _through_fabric({}, {}, cfg, 1 << 20, alias=False)
     assert rx["csig_unasked"] >= c["totals"]["fwd"]["forwarded"] > 0
@@ -143,7 +143,7 @@ async def test_nscc_and_rccc_on_both_ends(cc):
                 init = [p for p in tx.core.pdcs() if p.role == "initiator"][0]
                 assert type(init.cc).__name__ == cc.capitalize()
                 if cc == "rccc":
-                    c = init.cc.counters  # R1 of uet.cms.rccc: one MTU without a grant
+                    c = init.cc.counters  # CMS-R1 of uet.cms.rccc: one MTU without a grant
                     assert c["granted"] + c["initial"] >= 1 << 20 and c["granted"] > 0
 
 

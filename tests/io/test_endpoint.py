@@ -39,7 +39,7 @@ async def test_transfer_each_mode_and_size(mode, size):
             m = await rx.receive()
     assert res.nbytes == size
     assert sha(m.data) == sha(data)
-    # A.1: the initiator took an address of its own (uet.ownaddr O1), and the receiver names it
+    # A.1: the initiator took an address of its own (uet.ownaddr OWNADDR-O1), and the receiver names it
     assert tx.local != LO and tx.address == (tx.local, rx.port)
     assert (m.peer, m.job_id, m.pid_on_fep, m.resource_index) == (tx.local, 3, 5, 9)
     if size > 4096:  # a one-packet message travels with the SES small header: no message id (D.4)
@@ -90,7 +90,7 @@ async def test_bidirectional_endpoints_serve_and_send():
 
 async def test_requests_leave_entropy_ports_with_ect0_and_dscp0():
     """A plain socket posing as the target sees the initiator's requests: source ports are the
-    entropy sockets (all of them used, A.1/E.5), TOS = DSCP 0 + ECT(0) (A.2 / design.md)."""
+    entropy sockets (all of them used, A.1/E.5), TOS = DSCP 0 + ECT(0) (A.2 / docs/design-notes.md)."""
     sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sink.bind((LO, 0))
     sink.setsockopt(socket.IPPROTO_IP, S.IP_RECVTOS, 1)
@@ -120,7 +120,7 @@ async def test_requests_leave_entropy_ports_with_ect0_and_dscp0():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for an AF_PACKET capture on lo")
 async def test_udp_checksum_zero_on_the_wire():
-    """design.md Defaults: UDP checksum 0 (SO_NO_CHECK) for requests and for ACKs."""
+    """docs/design-notes.md Defaults: UDP checksum 0 (SO_NO_CHECK) for requests and for ACKs."""
     cap = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
     cap.setsockopt(socket.SOL_SOCKET, S.SO_RCVBUFFORCE, 32 << 20)  # lo may be busy with others
     cap.bind(("lo", 0))
@@ -212,7 +212,7 @@ async def test_ipv6_zero_checksum_needs_receiver_opt_in():
 @pytest.mark.parametrize("mode", ["rud", "rod"])
 async def test_kernel_drops_are_recovered(mode):
     """Real losses: a receive buffer far smaller than the window makes the kernel drop datagrams
-    (Udp RcvbufErrors); RACK, tail-loss probes and RTO (C.5, I7-I9) still deliver every byte."""
+    (Udp RcvbufErrors); RACK, tail-loss probes and RTO (C.5, PDS-I7 to PDS-I9) still deliver every byte."""
     data = blob(2 << 20, 9)
     with trio.fail_after(30):
         async with open_endpoint((LO, 0), rcvbuf=150_000) as rx, \
@@ -299,7 +299,7 @@ async def test_api_rejects_other_port_and_unimplemented_ops():
 
 
 async def test_a_message_in_reassembly_is_released_when_the_endpoint_closes(monkeypatch):
-    """Issue 25 item 1 (H6 of uet/host.py): an endpoint that closes with a message in reassembly
+    """Issue 25 item 1 (HOST-H6 of uet/host.py): an endpoint that closes with a message in reassembly
     (its sender gave up) frees the storage in order - afterwards the mapping under the message
     has no view or C export left (it could be unmapped), although the endpoint's objects are
     still referenced; nothing is left for the garbage collector to clear at exit."""

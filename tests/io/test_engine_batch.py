@@ -1,5 +1,5 @@
 """The engine hands each read batch to the core in one call (``Host.receive_datagrams``) and
-keeps the order: a CSIG-tagged datagram (T1) goes alone, in its place, between the batches
+keeps the order: a CSIG-tagged datagram (IO-T1) goes alone, in its place, between the batches
 before and after it; the DatagramMeta of each datagram is what its addressing and TOS say (one
 object per 5-tuple and TOS, reused). Real loopback sockets; the core is a recorder."""
 

@@ -1,4 +1,4 @@
-"""uet.mtu: the payload per packet that fits a link (uet-facts A.1: the reference provider's 1024,
+"""uet.mtu: the payload per packet that fits a link (facts A.1: the reference provider's 1024,
 2048, 4096, 8192, the largest whose whole datagram fits), the route's MTU, and DF on sockets."""
 
 from __future__ import annotations

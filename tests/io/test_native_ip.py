@@ -1,6 +1,6 @@
-"""Native IP (issue 27 item 1; uet-facts A.1 "Native IP", A.3, F): `--encap ip` on `uet send` and
+"""Native IP (issue 27 item 1; facts A.1 "Native IP", A.3, F): `--encap ip` on `uet send` and
 `uet recv`, UET in IP protocol 253 behind the 4-byte entropy header on raw sockets
-(uet.io.native_ip N1-N6).
+(uet.io.native_ip IO-N1 to IO-N6).
 
 The framing tests run anywhere; the live ones need root (raw sockets) and are skipped otherwise;
 the namespace bed needs `ip netns` and tcpdump too (as tests/io/test_netns_refprov.py).
@@ -44,13 +44,13 @@ def _ip_payload_of(frame: bytes) -> bytes:
     return frame[20:] if frame[0] >> 4 == 4 else frame[40:]
 
 
-# --- framing (N1, N2) ---------------------------------------------------------------------------
+# --- framing (IO-N1, IO-N2) ---------------------------------------------------------------------------
 
 @settings(max_examples=200, deadline=None)
 @given(body=st.binary(min_size=1, max_size=300).filter(lambda b: b[0] >> 3 != 1),
        ev=st.integers(0, 0xFFFF), addrs=st.sampled_from(ADDRS))
 def test_a1_a3_ip_payload_is_native_ip_frames_entropy_header_and_trailer(body, ev, addrs):
-    """N1: the core's UDP-form datagram becomes the IP payload uet.wire.build builds (A.1, A.3)."""
+    """IO-N1: the core's UDP-form datagram becomes the IP payload uet.wire.build builds (A.1, A.3)."""
     src, dst = addrs
     meta = _meta(src, dst, ev)
     core = seal((body,), meta)  # what the core hands the adapter: UDP-mode trailer
@@ -59,13 +59,13 @@ def test_a1_a3_ip_payload_is_native_ip_frames_entropy_header_and_trailer(body, e
     got = to_ip_payload(core, src=src, dst=dst, ev=ev)
     assert got == want
     assert got[:ENTROPY_LEN] == ev.to_bytes(2, "big") + b"\x00\x00"
-    # N2: and back: the core's datagram, its EV in the meta's source port
+    # IO-N2: and back: the core's datagram, its EV in the meta's source port
     back = from_ip_payload(got, src, dst, UET_PORT)
     assert back == (core, ev)
 
 
 def test_a3_a_native_trailer_that_does_not_verify_does_not_verify_for_the_core():
-    """N2: a damaged datagram is counted by the core (bad_crc), never accepted."""
+    """IO-N2: a damaged datagram is counted by the core (bad_crc), never accepted."""
     meta = _meta("10.0.0.1", "10.0.0.2", 777)
     core = seal((bytes.fromhex("1000") + bytes(40),), meta)
     good = to_ip_payload(core, src=meta.src, dst=meta.dst, ev=777)
@@ -99,7 +99,7 @@ def test_a1_an_ip_payload_shorter_than_the_entropy_header_is_none():
 
 
 def test_f_a_tss_datagram_has_no_trailer_and_passes_unchanged():
-    """N1: TSS (first byte type 1, B.15): the ICV replaces the trailer; nothing is cut or added."""
+    """IO-N1: TSS (first byte type 1, B.15): the ICV replaces the trailer; nothing is cut or added."""
     tss = bytes([1 << 3]) + bytes(47)
     meta = _meta("10.0.0.1", "10.0.0.2", 0xBEEF)
     p = to_ip_payload(tss, src=meta.src, dst=meta.dst, ev=meta.sport)
@@ -109,7 +109,7 @@ def test_f_a_tss_datagram_has_no_trailer_and_passes_unchanged():
 
 def test_f_native_ip_aad_is_addresses_entropy_header_and_security_header():
     """F: the core's "entropy" AAD with sport = the EV equals addresses + the entropy header this
-    adapter sends (N1) + the security header."""
+    adapter sends (IO-N1) + the security header."""
     from uet.tss.layer import make_aad
     from uet.wire.trailer import address_bytes
 
@@ -161,7 +161,7 @@ def test_rp5_a1_native_ip_answers_are_judged_by_the_entropy_header(answer_ev, vi
     assert dict(rep.by_rule) == violations
 
 
-# --- no privilege (N6) -------------------------------------------------------------------------
+# --- no privilege (IO-N6) -------------------------------------------------------------------------
 
 def _unprivileged(*args: str, cli: bool = False) -> subprocess.CompletedProcess:
     """``uet`` without CAP_NET_RAW: setpriv drops every capability when root; else as we are.
@@ -242,13 +242,13 @@ def _finish(rx: subprocess.Popen, *, stop: bool = False) -> dict:
 @needs_root
 @pytest.mark.parametrize("sender_encap", ["ip", "udp"])
 def test_a1_send_encap_ip_to_recv_encap_ip_on_loopback(tmp_path, sender_encap):
-    """N1-N4 live: every datagram of an `--encap ip` pair goes over IP; a UDP sender to the same
+    """IO-N1 to IO-N4 live: every datagram of an `--encap ip` pair goes over IP; a UDP sender to the same
     receiver is answered over UDP (a receiver with --encap ip also accepts UDP)."""
     data = random.Random(27).randbytes(300_000)
     src = tmp_path / "data.bin"
     src.write_bytes(data)
     rx, to = _recv("--bind", "127.0.0.1:0", "--encap", "ip")
-    try:  # the sender on a loopback address of its own (uet.ownaddr; N3)
+    try:  # the sender on a loopback address of its own (uet.ownaddr; IO-N3)
         tx = _send("--to", to, "--encap", sender_encap, "--mtu", "4096", str(src))
     finally:
         res = _finish(rx)
@@ -331,7 +331,7 @@ def test_demo_encap_ip_through_the_fabric_runs_every_datagram_over_ip():
 
 @needs_root
 def test_demo_encap_ip_through_a_lossy_trimming_fabric_captures_native_ip_frames(tmp_path):
-    """V3, V4: with loss and trimming the transfer still completes; the capture holds protocol-253
+    """V3, FABRIC-V4: with loss and trimming the transfer still completes; the capture holds protocol-253
     frames whose native trailer (A.3) verifies, but the trimmed ones (DSCP 11, no trailer)."""
     from uet.capture.pcap import read_frames
 
@@ -467,7 +467,7 @@ def _passes_every_must(obj: dict) -> None:
 
 
 def _all_over_ip(summary: dict) -> None:
-    """Every datagram the receiver read and sent went over IP (N4: none over UDP)."""
+    """Every datagram the receiver read and sent went over IP (IO-N4: none over UDP)."""
     st = summary["stats"]
     assert st["io_rx_ip"] == st["io_rx_datagrams"] > 0, st
     assert st["io_tx_ip"] == st["io_tx_datagrams"] > 0, st

@@ -1,9 +1,9 @@
-"""Test bed 3 (design.md): sender and receiver in two network namespaces joined by several veth
+"""Test bed 3 (docs/design-notes.md): sender and receiver in two network namespaces joined by several veth
 pairs, with an ECMP route hashing on L4 ports (net.ipv4.fib_multipath_hash_policy = 1), so that
 the kernel itself spreads the entropy values (UDP source ports) over the paths.
 
 Two details that decide whether the kernel spreads at all (found while building this bed):
-  * the veths get MTU 9000, so that the default payload per packet is 8 KiB (uet-facts A.1: the
+  * the veths get MTU 9000, so that the default payload per packet is 8 KiB (facts A.1: the
     largest of 1024..8192 that fits; datagrams are never fragmented, and a fragment would carry no
     ports for the kernel's L4 hash);
   * the sender's address lives on its loopback (10.200.0.1/32) and the sockets bind it: recent

@@ -1,6 +1,6 @@
 """Issue 26's test bed: `uet send --ses-header standard` to `uet recv` between two network
 namespaces joined by a veth pair (MTU 1500 and 9000), every frame on the veth captured and judged
-by the UEC reference provider's receive rules (uet.capture.refprov, uet-facts A.1, A.3): UET
+by the UEC reference provider's receive rules (uet.capture.refprov, facts A.1, A.3): UET
 port 4793 for every datagram, each answer from the EV of its request, DF and no fragments, only
 standard request headers and no small response, the CRC trailer; and the payload per packet the
 largest of 1024/2048/4096/8192 that fits the link (1024 at MTU 1500, 8192 at 9000).

@@ -1,7 +1,7 @@
-"""uet-facts A.1 and H.1 #19 on the live endpoint: every UET datagram, requests and answers alike,
+"""facts A.1 and H.1 #19 on the live endpoint: every UET datagram, requests and answers alike,
 goes to UDP destination port = the UET port; an answer's source port is the EV of the request it
 answers; every endpoint receives on (its own address, UET port), initiators included (uet.ownaddr
-O1-O2, rules P1-P4 of uet.io.endpoint)."""
+OWNADDR-O1 to OWNADDR-O2, rules IO-P1 to IO-P4 of uet.io.endpoint)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ async def test_a1_answer_to_the_uet_port_from_the_request_ev():
 
 @pytest.mark.trio
 async def test_p2_ev_sockets_are_a_bounded_cache():
-    """P2: with ev_sockets=2, three EVs answered make three sockets, the least recently used
+    """IO-P2: with ev_sockets=2, three EVs answered make three sockets, the least recently used
     closed; each answer still leaves from its own EV."""
     with trio.fail_after(10):
         async with open_endpoint((LO, 0), paths=1, ev_sockets=2) as rx:
@@ -135,7 +135,7 @@ async def test_p2_ev_sockets_are_a_bounded_cache():
 
 @pytest.mark.trio
 async def test_p3_an_ev_port_that_cannot_be_bound_answers_from_the_uet_port():
-    """P3: another socket holds (target address, EV): the answer still arrives at the UET port,
+    """IO-P3: another socket holds (target address, EV): the answer still arrives at the UET port,
     from the target's UET port, its trailer made for that port; counted ev_unbound, tx_renat."""
     with trio.fail_after(10):
         async with open_endpoint((LO, 0), paths=1) as rx:
@@ -156,7 +156,7 @@ async def test_p3_an_ev_port_that_cannot_be_bound_answers_from_the_uet_port():
 
 @pytest.mark.trio
 async def test_p4_a_datagram_to_an_entropy_port_is_dropped_and_counted():
-    """P4: only the UET-port socket feeds the core; what comes to an entropy socket (an answer
+    """IO-P4: only the UET-port socket feeds the core; what comes to an entropy socket (an answer
     sent by the old rule) is counted io_rx_not_uet_port and dropped."""
     with trio.fail_after(10):
         async with open_endpoint((LO, 0), paths=1) as rx, \

@@ -83,7 +83,7 @@ async def test_rma_write_then_read_back(mode):
             assert sha(mem[50:50 + n]) == sha(data)
             assert mem[:50] == bytes(50) and mem[50 + n:] == bytes(50)
             back = await a.read(B, KEY, 50, n, mode=mode)
-            small = await a.read(B, KEY, 60, 10, mode=mode)  # inside an ACK (P1)
+            small = await a.read(B, KEY, 60, 10, mode=mode)  # inside an ACK (IO-P1)
         st = a.stats
     assert len(back) == n and sha(back) == sha(data)
     assert small == data[10:20]

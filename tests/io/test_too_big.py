@@ -1,4 +1,4 @@
-"""M1 of uet.io.engine (uet-facts A.1: DF, no IP fragments): a datagram the kernel refuses with
+"""IO-M1 of uet.io.engine (facts A.1: DF, no IP fragments): a datagram the kernel refuses with
 EMSGSIZE stops the endpoint - one line naming the route's MTU and ``--mtu``, every waiter fails
 with it, nothing more is sent (no retransmission loop) - and the commands exit 2.
 

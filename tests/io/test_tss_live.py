@@ -1,4 +1,4 @@
-"""TSS on the live endpoint (issue 18; uet-facts B.15, F; H5 of uet.host): the forgery the issue
+"""TSS on the live endpoint (issue 18; facts B.15, F; HOST-H5 of uet.host): the forgery the issue
 opens with - twenty 4 KiB requests from another port of 127.0.0.1 - is delivered without TSS and
 dropped and counted with it, while a protected transfer beside it completes by hash; and the
 command line: ``uet send``/``uet recv --sd-key``, key files others may read refused, and two

@@ -1,4 +1,4 @@
-"""Issue 6, item 3: the rules of uet-facts.md as another implementation sees them on the wire.
+"""Issue 6, item 3: the rules of docs/facts.md as another implementation sees them on the wire.
 
 A plain Python UDP socket (tests/io/peer.py) builds its packets by hand from the schema codecs and
 the CRC-32C trailer and talks to `uet recv` running as a subprocess; every answer is decoded with
@@ -15,8 +15,8 @@ import pytest
 from .peer import Peer, fresh_spdcid, trim
 
 START = 0x20000  # a start PSN in RP-PDS's range [2^16, 2^31) (C.1)
-ACK_TOS = 46 << 2  # A.2 / design.md Defaults: ACK, NACK, control: DSCP 46 (EF), Not-ECT
-TRIMMED_TOS = 11 << 2  # design.md Defaults: DSCP 11 = trimmed
+ACK_TOS = 46 << 2  # A.2 / docs/design-notes.md Defaults: ACK, NACK, control: DSCP 46 (EF), Not-ECT
+TRIMMED_TOS = 11 << 2  # docs/design-notes.md Defaults: DSCP 11 = trimmed
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_c1_syn_acked_with_initiator_pdcid_and_cack_start_psn(peer, uet_recv):
     assert a.pds["spdcid"] != 0                   # C.1: the target's own PDCID (0 reserved)
     assert a.pds["cack_psn"] == START             # CACK = start PSN (everything up to it arrived)
     assert a.pds["ack_psn"] == START              # B.7: ACK_PSN = the PSN that triggered it
-    assert a.pds["cc_type"] == 0                  # design.md: ACK_CC with NSCC state
+    assert a.pds["cc_type"] == 0                  # docs/design-notes.md: ACK_CC with NSCC state
     # delivered to the sink, with the right bytes
     uet_recv.wait_line(f"sha256 {hashlib.sha256(data).hexdigest()}")
 

@@ -1,6 +1,6 @@
-"""REPS and oblivious spraying (uet/multipath/reps.py; uet-facts E.5, E.6): the rules R1-R6 and
-O1 with exact values under a seeded rng (a replica ``random.Random`` with the same seed gives the
-expected explorations), the health rules H1-H4 of base.py still around them, make_selector's new
+"""REPS and oblivious spraying (uet/multipath/reps.py; facts E.5, E.6): the rules MULTIPATH-R1 to MULTIPATH-R6 and
+MULTIPATH-O1 with exact values under a seeded rng (a replica ``random.Random`` with the same seed gives the
+expected explorations), the health rules MULTIPATH-H1 to MULTIPATH-H4 of base.py still around them, make_selector's new
 names, and a property test: any sequence of hook calls leaves ``next`` returning one of the
 values."""
 
@@ -27,20 +27,20 @@ def reps(values=VALS, **kw) -> Reps:
 
 
 def explorations(k: int, values=VALS, seed: int = SEED) -> list[int]:
-    """The first ``k`` explorations (R4) of a Reps seeded with ``seed``."""
+    """The first ``k`` explorations (MULTIPATH-R4) of a Reps seeded with ``seed``."""
     r = random.Random(seed)
     return [values[r.randrange(len(values))] for _ in range(k)]
 
 
-# --- R1, R2: recycling ----------------------------------------------------------------------------
+# --- MULTIPATH-R1, MULTIPATH-R2: recycling ----------------------------------------------------------------------------
 
 def test_e6_reps_recycles_ev_of_ack_without_ce_once():
     sel = reps()
     sel.on_ack(now=0.0, ev=103, ce=False)
     assert sel.ring[0] == (103, True)
     assert sel.next(0.0) == 103
-    assert sel.ring[0] == (103, False)  # R2: used once per recycling
-    assert sel.next(0.0) == explorations(1)[0]  # then nothing valid: explore (R4)
+    assert sel.ring[0] == (103, False)  # MULTIPATH-R2: used once per recycling
+    assert sel.next(0.0) == explorations(1)[0]  # then nothing valid: explore (MULTIPATH-R4)
     assert sel.counters["recycled"] == 1 and sel.counters["explored"] == 1
 
 
@@ -69,7 +69,7 @@ def test_r1_an_echo_of_an_ev_outside_values_is_not_recycled():
     assert sel.next(0.0) == explorations(1)[0]
 
 
-# --- R3: forgetting -------------------------------------------------------------------------------
+# --- MULTIPATH-R3: forgetting -------------------------------------------------------------------------------
 
 def test_e6_reps_forgets_ev_on_ce():
     sel = reps()
@@ -90,7 +90,7 @@ def test_e6_reps_forgets_ev_on_nack(code):
     sel.on_nack(now=0.0, ev=104, code=code)
     assert sel.counters["forgotten"] == 1
     assert sel.next(0.0) == 106
-    assert sel.known(104)  # H3 still hears the NACK's round trip
+    assert sel.known(104)  # MULTIPATH-H3 still hears the NACK's round trip
 
 
 def test_e6_reps_keeps_ev_on_trimmed_nack_without_forget_on_trim():
@@ -116,7 +116,7 @@ def test_r3_a_nack_never_recycles():
     assert sel.next(0.0) == explorations(1)[0]
 
 
-# --- R4: exploring --------------------------------------------------------------------------------
+# --- MULTIPATH-R4: exploring --------------------------------------------------------------------------------
 
 def test_e5_reps_explores_a_random_ev_of_values_when_the_ring_is_empty():
     sel = reps()
@@ -126,7 +126,7 @@ def test_e5_reps_explores_a_random_ev_of_values_when_the_ring_is_empty():
     assert sel.counters["explored"] == 20
 
 
-# --- R5, R6: freezing -----------------------------------------------------------------------------
+# --- MULTIPATH-R5, MULTIPATH-R6: freezing -----------------------------------------------------------------------------
 
 def test_e6_reps_freezes_on_timeout_cycling_the_stored_evs_then_explores_16():
     sel = reps()
@@ -183,7 +183,7 @@ def test_r5_options_are_keyword_only_and_checked():
     assert sel.next(0.02) == 103
 
 
-# --- O1: oblivious spraying -----------------------------------------------------------------------
+# --- MULTIPATH-O1: oblivious spraying -----------------------------------------------------------------------
 
 def test_e6_oblivious_uses_each_ev_once_per_round_xor_order_for_n_8():
     sel = ObliviousSpray(VALS, random.Random(SEED))
@@ -219,7 +219,7 @@ def test_e6_oblivious_one_value_is_always_that_value():
     assert [sel.next(0.0) for _ in range(3)] == [4242] * 3
 
 
-# --- H1-H4 still apply ----------------------------------------------------------------------------
+# --- MULTIPATH-H1 to MULTIPATH-H4 still apply ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["reps", "oblivious"])
 def test_h1_an_ev_failed_by_two_losses_is_skipped_by_next(kind):
@@ -232,7 +232,7 @@ def test_h1_an_ev_failed_by_two_losses_is_skipped_by_next(kind):
     if kind == "reps":
         sel.on_ack(now=0.0, ev=2, ce=False)  # recycled, but failed: next asks REPS again
         sel.on_ack(now=0.0, ev=3, ce=False)
-    picks = [sel.next(0.0) for _ in range(12)]  # fewer than the 16 before an H2 probe
+    picks = [sel.next(0.0) for _ in range(12)]  # fewer than the 16 before an MULTIPATH-H2 probe
     assert 2 not in picks and set(picks) <= {1, 3, 4}
     if kind == "reps":
         assert picks[0] == 3

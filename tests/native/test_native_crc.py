@@ -1,4 +1,4 @@
-"""CRC-32C (uet-facts.md A.3) and zlib CRC-32, both backends."""
+"""CRC-32C (docs/facts.md A.3) and zlib CRC-32, both backends."""
 
 from __future__ import annotations
 

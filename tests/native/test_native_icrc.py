@@ -1,4 +1,4 @@
-"""RoCEv2 ICRC (uet-facts.md G.6) against hardware and Scapy captures."""
+"""RoCEv2 ICRC (docs/facts.md G.6) against hardware and Scapy captures."""
 
 from __future__ import annotations
 

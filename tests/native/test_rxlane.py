@@ -3,7 +3,7 @@ path: uet.pds.endpoint ``_receive``, uet.pds.target, uet.ses.target): the same d
 give the same datagrams, events and state, with ``rxlane.ENABLED`` on (the C lane takes what it
 serves) and off (the reference takes everything) - RUD and ROD, IPv4 and IPv6. Also: hostile
 datagrams (fields changed under a valid trailer) change nothing the reference would not; the lane
-really runs; a datagram is offered to it once and its trailer checked once (R5 of
+really runs; a datagram is offered to it once and its trailer checked once (PDS-R5 of
 uet/pds/endpoint.py)."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def test_a_bulk_transfer_goes_the_c_way():
 
 
 def test_an_in_order_rod_transfer_goes_the_c_way():
-    """W4: on one path (in order) the lane takes ROD's middle packets as it takes RUD's."""
+    """PDS-W4: on one path (in order) the lane takes ROD's middle packets as it takes RUD's."""
     (c, _, c_taken), (ref, _, ref_taken) = _both(_sim, SimConfig(bytes=4 << 20, seed=2,
                                                                  mode="rod", paths=1))
     assert c == ref and c["ok"] and c_taken > 800 and ref_taken == 0
@@ -143,7 +143,7 @@ def test_fields_changed_under_a_valid_trailer_change_nothing_the_reference_would
     recorded = _recorded(seed, 700_000, 4096, mode, family)
     assert len(recorded) > 170
     (c, c_taken), (ref, ref_taken) = _both(_hostile, recorded, seed)
-    assert c == ref and c_taken > 0 and ref_taken == 0  # a hit on the message fails it (T8)
+    assert c == ref and c_taken > 0 and ref_taken == 0  # a hit on the message fails it (SES-T8)
 
 
 @settings(max_examples=200, deadline=None)
@@ -216,7 +216,7 @@ def _pending(log: list) -> int:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_acks_under_receiver_pressure_are_the_references(seed, monkeypatch):
-    """A5: while the SES's reassembly bytes for the peer are more than half its budget, the ACKs
+    """PDS-A5: while the SES's reassembly bytes for the peer are more than half its budget, the ACKs
     carry a penalty, and the first after it says restore_cwnd: the C lane leaves those ACKs to
     the reference and builds the others; every datagram is the reference's."""
     import functools
@@ -231,7 +231,7 @@ def test_acks_under_receiver_pressure_are_the_references(seed, monkeypatch):
 
 
 def test_a_datagram_is_offered_to_the_lane_once_and_its_trailer_checked_once(monkeypatch):
-    """R5 of uet/pds/endpoint.py over receive areas (the live engine's path): a datagram the
+    """PDS-R5 of uet/pds/endpoint.py over receive areas (the live engine's path): a datagram the
     area's lane left is not offered to the lane again (no per-datagram ``take`` at all), and the
     reference does not check again a trailer the lane checked (its verdict, good or bad, goes
     with the datagram to the reference, which runs before the area's next datagram)."""

@@ -1,5 +1,5 @@
 """One network model: ECN marking, trimming, ECMP and CSIG stamping are each written once in
-uet/net (ecn.py N1-N4, ecmp.py M1-M2, csig.py G1-G3) and every driver uses that one definition:
+uet/net (ecn.py NET-N1 to NET-N4, ecmp.py NET-M1 to NET-M2, csig.py NET-G1 to NET-G3) and every driver uses that one definition:
 the two-host links and the live relay (uet.net.link, uet.fabric.paths), the switch ports
 (uet.net.switch) and the RoCE fabric of uet compare (uet.compare.ports, rocefabric)."""
 
@@ -42,7 +42,7 @@ def link() -> Link:
 
 
 def test_defaults_are_e6s():
-    """N2, N4: the UEC's reference simulator marks on dequeue and trims either packet (E.6)."""
+    """NET-N2, NET-N4: the UEC's reference simulator marks on dequeue and trims either packet (E.6)."""
     assert (ECN_POINT, TRIM_VICTIM) == ("dequeue", "either")
     assert (FabricSimConfig().ecn_point, FabricSimConfig().trim_victim) == ("dequeue", "either")
     p = port()
@@ -52,7 +52,7 @@ def test_defaults_are_e6s():
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("depth", [0, 875, 1000, 1125, 1500, 1875, 2000, 2500])
 def test_n1_two_host_link_and_switch_port_mark_the_same_packet(depth, seed):
-    """N1, N2 "enqueue": for the same queue depth and the same generator, the two-host link (and
+    """NET-N1, NET-N2 "enqueue": for the same queue depth and the same generator, the two-host link (and
     so the live relay) and a switch port mark an ECN-capable arrival alike, as red_mark says."""
     ln = link()
     ln.busy = depth / 1000  # 1000 B/s: the queue holds ``depth`` bytes at t = 0
@@ -129,8 +129,8 @@ def test_m2_switch_salts_and_frame_key_are_the_simulators():
 
 
 def test_g1_g2_switch_port_and_relay_link_stamp_alike():
-    """G1: a switch port and a relay link busy over the same span report the same utilisation;
-    G2: a stamp moves the same counters on both."""
+    """NET-G1: a switch port and a relay link busy over the same span report the same utilisation;
+    NET-G2: a stamp moves the same counters on both."""
     tau = 8e-6
     p = port(csig=csig.ABW, csig_interval=tau)
     p.tx_end, p.u_since = 3e-6, 0.0
@@ -150,12 +150,12 @@ def test_g1_g2_switch_port_and_relay_link_stamp_alike():
 
 # each rule's tell-tale, and the one module of uet/net allowed to write it
 ONE_PLACE = {
-    r"0x9E3779B1": "net/ecmp.py",                       # M1, M2: the Fibonacci spread
-    r"\[26:38\]": "net/ecmp.py",                        # M2: the 5-tuple bytes
-    r"random\(\) < 0\.5": "net/ecn.py",                 # N4: the either-victim draw
-    r"- kmin\)|- self\._kmin\)": "net/ecn.py",          # N1: the RED ramp
-    r"\bset_d\(|\bstamp\(": "net/csig.py",              # G2, G3 (uet/cms/csig.py defines them)
-    r"since - end": "net/csig.py",                      # G1
+    r"0x9E3779B1": "net/ecmp.py",                       # NET-M1, NET-M2: the Fibonacci spread
+    r"\[26:38\]": "net/ecmp.py",                        # NET-M2: the 5-tuple bytes
+    r"random\(\) < 0\.5": "net/ecn.py",                 # NET-N4: the either-victim draw
+    r"- kmin\)|- self\._kmin\)": "net/ecn.py",          # NET-N1: the RED ramp
+    r"\bset_d\(|\bstamp\(": "net/csig.py",              # NET-G2, NET-G3 (uet/cms/csig.py defines them)
+    r"since - end": "net/csig.py",                      # NET-G1
 }
 
 
@@ -170,7 +170,7 @@ def test_each_rule_is_written_once(pattern):
 @pytest.mark.parametrize("control", [False, True])
 @pytest.mark.parametrize("n", [0, 255, 256, 257, 4096])
 def test_n3_link_trims_what_trimmable_says(n, control):
-    """The link inlines N3 on its hot path: it trims (trim 1.0) exactly what trimmable() allows."""
+    """The link inlines NET-N3 on its hot path: it trims (trim 1.0) exactly what trimmable() allows."""
     from uet.net.ecn import trimmable
     ln = Link(NetConfig(paths=1, trim=1.0), 0, 0, queue_bytes=10**6)
     flags = ln.offer(0.0, n, control, False, random.Random(1))[1]

@@ -1,5 +1,5 @@
-"""One switch output port (uet/net/switch.py): its rules S1-S4 (the switch of uet-facts E.6,
-trimming as C.6) and S5-S6 (CSIG, E.4), driven by hand in virtual time with a seeded
+"""One switch output port (uet/net/switch.py): its rules NET-S1 to NET-S4 (the switch of facts E.6,
+trimming as C.6) and NET-S5 to NET-S6 (CSIG, E.4), driven by hand in virtual time with a seeded
 ``random.Random``."""
 
 from __future__ import annotations
@@ -43,13 +43,13 @@ def test_kmax_must_exceed_kmin():
         port(kmin=1000, kmax=1000)
 
 
-# --- S1: strict priority, FIFO within a queue, the link time --------------------------------------
+# --- NET-S1: strict priority, FIFO within a queue, the link time --------------------------------------
 
 def test_s1_control_and_trimmed_leave_before_data_in_fifo_order():
     p = port(buffer=2000, kmin=10_000, kmax=20_000)
     d1, d2 = pkt(1000, 1), pkt(1000, 2)
     c1, c2 = pkt(100, 3, control=True), pkt(120, 4, control=True)
-    big = pkt(600, 5)  # does not fit the full data queue: trimmed (S2)
+    big = pkt(600, 5)  # does not fit the full data queue: trimmed (NET-S2)
     assert p.enqueue(d1, 0.0) and p.enqueue(d2, 0.0) and p.enqueue(c1, 0.0)
     p.rng = random.Random(0)
     p.rng.random = lambda: 0.9  # type: ignore[method-assign]  # the arriving one is trimmed
@@ -91,7 +91,7 @@ def test_s1_control_packets_are_refused_when_the_priority_queue_is_full():
     assert (p.pbytes, len(p.prio), p.dropped) == (1000, 2, 1)
 
 
-# --- S2: trimming when the data queue is full (C.6, E.6) -----------------------------------------
+# --- NET-S2: trimming when the data queue is full (C.6, E.6) -----------------------------------------
 
 def test_s2_arriving_packet_trimmed_when_the_coin_says_so():
     p = port(buffer=3000)
@@ -247,7 +247,7 @@ def test_s1_an_empty_priority_queue_takes_control_after_forwarded_trims():
     assert nxt.dropped == 0
 
 
-# --- S3: ECN on dequeue (E.6) ---------------------------------------------------------------------
+# --- NET-S3: ECN on dequeue (E.6) ---------------------------------------------------------------------
 
 def _held_depth_marks(depth_pkts: int, size: int, n: int, rng: random.Random, *, ect=True,
                       kmin=1000, kmax=3000) -> int:
@@ -329,7 +329,7 @@ def test_s3_control_packets_are_not_marked():
     assert p.start(0.0)[0] is c and c.ce is False and p.ce_marked == 0
 
 
-# --- S4: link time, failure, queue statistics -----------------------------------------------------
+# --- NET-S4: link time, failure, queue statistics -----------------------------------------------------
 
 def test_s4_failed_port_sends_before_fail_at_and_drops_from_then_on():
     p = port(buffer=10_000, fail_at=5.0)
@@ -417,9 +417,9 @@ def test_s1_s4_byte_counters_equal_the_queues(ops, buffer, trimming, trim_bytes,
     assert p.trimmed <= offered
 
 
-# --- S5, S6: CSIG measurement and stamping (uet.cms.csig C1-C3) -----------------------------------
+# --- NET-S5, NET-S6: CSIG measurement and stamping (uet.cms.csig CMS-C1 to CMS-C3) -----------------------------------
 
-TAU = 8e-6  # S5's default time constant
+TAU = 8e-6  # NET-S5's default time constant
 # full scale 8 Gb/s, the ports' rate; delay buckets of 0.3 us keep whole microseconds off edges
 FULL = csig.Scale(abw_full_gbps=8.0, delay_unit_s=0.3e-6)
 

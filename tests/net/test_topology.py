@@ -1,5 +1,5 @@
 """Many-host topologies (uet/net/topology.py): the ``--topology`` specs, the fat tree and the
-leaf-spine as data, and up-down routing (ECMP over the up ports, uet-facts E.5)."""
+leaf-spine as data, and up-down routing (ECMP over the up ports, facts E.5)."""
 
 from __future__ import annotations
 

@@ -103,9 +103,9 @@ class Recorder(Accepting):
         self.completed: list[Any] = []  # tokens acknowledged (CACK)
         self.responses: list[tuple[Any, int, bytes]] = []
         self.failures: list[tuple[Any, str]] = []
-        self.waiting: set[Any] = set()  # tokens whose response is still awaited (X5)
+        self.waiting: set[Any] = set()  # tokens whose response is still awaited (PDS-X5)
         self.respond: dict[int, tuple[int, bytes]] = {}  # PSN -> the response to return
-        self.pressure_value = 0.0  # what pressure() says (A5 of uet/pds/target.py)
+        self.pressure_value = 0.0  # what pressure() says (PDS-A5 of uet/pds/target.py)
 
     def admit(self, peer: str, next_hdr: int, data: memoryview) -> int:
         return self.admit_code

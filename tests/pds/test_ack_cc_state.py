@@ -1,4 +1,4 @@
-"""The NSCC state of ACK_CC (uet-facts B.8, E.3): what a target writes (A5 of uet/pds/target.py)
+"""The NSCC state of ACK_CC (facts B.8, E.3): what a target writes (PDS-A5 of uet/pds/target.py)
 and what the initiator reads (uet.pds.packets.read_ack) for its congestion control."""
 
 from __future__ import annotations

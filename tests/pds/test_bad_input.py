@@ -23,7 +23,7 @@ metas = st.builds(DatagramMeta, st.sampled_from([A, "10.9.9.9"]), st.just(B),
 
 
 def _internal_errors(ep) -> tuple[int, object]:
-    """R3 (and E1 of uet/ses/endpoint.py): the bugs counted, and what was kept of them."""
+    """PDS-R3 (and SES-E1 of uet/ses/endpoint.py): the bugs counted, and what was kept of them."""
     pds = getattr(ep, "pds", ep)
     ses = getattr(ep, "ses", None)
     kept = (pds.last_error, pds.last_error_datagram, ses.last_error if ses is not None else None)
@@ -70,7 +70,7 @@ class _Broken:
 
 
 def test_r3_a_bug_is_counted_as_internal_errors_and_kept():
-    """What the properties above read is the counter a bug does increment (R3): it is counted,
+    """What the properties above read is the counter a bug does increment (PDS-R3): it is counted,
     kept with the datagram that hit it, and never raised to the caller."""
     ep, pdcid = established_target()
     ep.upper = _Broken()

@@ -55,9 +55,9 @@ def test_the_batch_reaches_the_pds_in_runs(monkeypatch):
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_r4_requests_with_retx_are_counted_and_so_are_the_duplicates_among_them(fast, monkeypatch):
-    """R4 of uet/pds/endpoint.py (what uet demo reports as retransmissions received and
+    """PDS-R4 of uet/pds/endpoint.py (what uet demo reports as retransmissions received and
     spurious): every request with RETX counts, through the C lane or not; those whose PSN the
-    target had already (W2) count again as duplicates; a trimmed one with RETX counts once."""
+    target had already (PDS-W2) count again as duplicates; a trimmed one with RETX counts once."""
     from uet.pds.datagram import DSCP_TRIMMED
 
     from .helpers import S, established_target, request

@@ -1,4 +1,4 @@
-"""Unit tests of the PDS core, one group per uet-facts.md section, driven with hand-built datagrams;
+"""Unit tests of the PDS core, one group per docs/facts.md section, driven with hand-built datagrams;
 the upper layer records (tests/pds/helpers.py Recorder), except where the SES's part is tested."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def test_c1_syn_creates_pdc_and_acks_with_our_pdcid():
     assert ack["dpdcid"] == SPDCID and ack["spdcid"] != 0
     assert ack["cack_psn"] == S and ack["ack_psn"] == S
     assert ack["mpr"] == 8
-    # A4 (A.1, H.1 #19): back to the request's address at the UET port, from its EV, DSCP 46
+    # PDS-A4 (A.1, H.1 #19): back to the request's address at the UET port, from its EV, DSCP 46
     assert (meta.src, meta.dst, meta.sport, meta.dport, meta.dscp) == (B, A, EV, PORT, 46)
     ev = [e for e in events(ep) if isinstance(e, PdcEstablished)]
     assert ev and ev[0].role == "target" and ev[0].peer_pdcid == SPDCID
@@ -193,7 +193,7 @@ def test_c4_rto_on_sacked_only_sends_ack_req():
     assert all(c["type_name"] == "CONTROL" for c in ctls) and all(m.dscp == 46 for _, m in sent)
     (ack_req,) = [c for c in ctls if c["ctl_type_name"] == "ACK_REQ"]  # no data resent
     assert ack_req["psn"] == p0["psn"]
-    # I8: the first timeout also probes 2 EVs (CONTROL PROBE, payload the base PSN)
+    # PDS-I8: the first timeout also probes 2 EVs (CONTROL PROBE, payload the base PSN)
     probes = [c for c in ctls if c["ctl_type_name"] == "PROBE"]
     assert len(probes) == 2 and len(ctls) == 3
 
@@ -412,7 +412,7 @@ def test_b11_nack_retry_limit_closes():
 
 @pytest.mark.parametrize("name", ["TRIMMED", "TRIMMED_LASTHOP", "TRIMMED_ACK"])
 def test_i10_trims_count_against_their_own_limit(name):
-    """I10 choice: a trim is congestion; trims of one PSN count against max_trim_retx, not C.9's
+    """PDS-I10 choice: a trim is congestion; trims of one PSN count against max_trim_retx, not C.9's
     MAX_NACK_RETX_CNT."""
     ep = initiator(rto_initial=50e-3, max_trim_retx=8)
     send(ep, B, bytes(4096 * 2))
@@ -478,7 +478,7 @@ def test_c8_rud_delivers_as_packets_arrive():
 
 
 def test_x3_a_response_rides_the_ack_of_its_psn_and_its_repeats():
-    """X3, A1: the upper layer's response goes at once on an ACK of its PSN (no AR needed), and
+    """PDS-X3, PDS-A1: the upper layer's response goes at once on an ACK of its PSN (no AR needed), and
     again on the ACK that answers a duplicate of that PSN."""
     ep, pdcid = established_target()
     ep.upper.respond[S + 1] = (4, b"R" * 12)

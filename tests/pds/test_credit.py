@@ -1,4 +1,4 @@
-"""RCCC in the PDS (uet-facts E.2, B.6, B.8, B.12; Q1-Q8 of uet.pds.credit): the CC request form
+"""RCCC in the PDS (facts E.2, B.6, B.8, B.12; PDS-Q1 to PDS-Q8 of uet.pds.credit): the CC request form
 and its credit_target, credit on ACKs and in CONTROL CREDIT, CREDIT_REQ, and bad credit."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _first(ep, nbytes):
 def test_q1_b6_requests_use_the_cc_form_with_the_demand_and_one_mtu_of_credit():
     ep = _rccc_initiator()
     sent, p = _first(ep, 10 * MTU)
-    assert len(sent) == 1  # R1: one MTU of credit before any grant
+    assert len(sent) == 1  # PDS-R1: one MTU of credit before any grant
     assert p["type"] == 13 and p["syn"] and p["ccc_id"] == 0
     assert p["credit_target"] == to_units(9 * MTU)  # the backlog not covered by credit
 
@@ -59,7 +59,7 @@ def test_q2_b12_control_credit_after_establishment():
     ep = _rccc_initiator()
     _, p = _first(ep, 4 * MTU)
     ep.receive_datagram(*_credit_ack(p["spdcid"], p["psn"], 0), 1e-5)  # established, no credit
-    assert out(ep, 1e-5)[0][0]["pds"]["ctl_type"] == CTL_CREDIT_REQ  # Q3: stuck: asks at once
+    assert out(ep, 1e-5)[0][0]["pds"]["ctl_type"] == CTL_CREDIT_REQ  # PDS-Q3: stuck: asks at once
     ep.receive_datagram(*_credit_control(p["spdcid"], to_units(2 * MTU)), 2e-5)
     assert [s["pds"]["psn"] for s, _ in out(ep, 2e-5)] == [p["psn"] + 1, p["psn"] + 2]
 
@@ -121,4 +121,4 @@ def test_q8_credit_req_is_answered_with_control_credit():
                         1e-6)
     (credit, meta), = out(ep, 1e-6)
     assert credit["pds"]["ctl_type"] == CTL_CREDIT and credit["pds"]["payload"] == to_units(MTU)
-    assert (meta.sport, meta.dport) == (EV, PORT)  # A4: to the UET port, from the request's EV
+    assert (meta.sport, meta.dport) == (EV, PORT)  # PDS-A4: to the UET port, from the request's EV

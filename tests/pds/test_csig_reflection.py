@@ -1,5 +1,5 @@
-"""The CSIG reflection (uet-facts E.4; the project's ACK_CCX extension, uet.cms.csig C4): what a
-target keeps (G1-G3 of uet.pds.signals) and reflects, and what an initiator does with it (I16)."""
+"""The CSIG reflection (facts E.4; the project's ACK_CCX extension, uet.cms.csig CMS-C4): what a
+target keeps (PDS-G1 to PDS-G3 of uet.pds.signals) and reflects, and what an initiator does with it (PDS-I16)."""
 
 from __future__ import annotations
 

@@ -176,7 +176,7 @@ def test_karn_no_rtt_sample_from_a_retransmitted_packet():
 
 
 def test_on_loss_for_each_packet_inferred_lost_on_its_ev():
-    """I7: a PSN not SACKed while later ones were is lost after the reorder window: on_loss to
+    """PDS-I7: a PSN not SACKed while later ones were is lost after the reorder window: on_loss to
     the CC (its bytes) and to the selector (the EV it went on)."""
     ep, cc, sel = recorded()
     send(ep, B, bytes(4096 * 8))

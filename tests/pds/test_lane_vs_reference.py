@@ -2,7 +2,7 @@
 uet.native.rxlane) against the reference alone (the only Python path: uet.pds.endpoint
 ``_receive``, uet.pds.target, uet.ses.target). The same
 datagram sequences give the same datagrams, events and state with the lane on and off - RUD and
-ROD, IPv4 and IPv6 - except the counters that say which path ran (R5 of uet/pds/endpoint.py:
+ROD, IPv4 and IPv6 - except the counters that say which path ran (PDS-R5 of uet/pds/endpoint.py:
 ``rx_lane``, ``rx_reference``), which the tests below check on their own."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .helpers import fire_timers
 
 A, B = "10.0.0.1", "10.0.0.2"
 ADDRESSES = {4: (A, B), 6: ("fd00::1", "fd00::2")}
-PATH_KEYS = ("rx_lane", "rx_reference")  # R5: which path ran (differs by design)
+PATH_KEYS = ("rx_lane", "rx_reference")  # PDS-R5: which path ran (differs by design)
 
 SCENARIOS = [
     SimConfig(bytes=1 << 20, paths=8, loss=0.02, seed=3, messages=3),
@@ -42,7 +42,7 @@ def _twins(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
 
 
 def _same(stats: object) -> dict:
-    """Counters as the lane must leave them: all but the path counters (R5)."""
+    """Counters as the lane must leave them: all but the path counters (PDS-R5)."""
     return {k: v for k, v in dict(stats).items() if k not in PATH_KEYS}  # type: ignore[call-overload]
 
 
@@ -189,7 +189,7 @@ def test_a_pair_under_impairments_does_the_same_with_and_without_the_twins(seed,
 @pytest.mark.parametrize("mode", ["rud", "rod"])
 @pytest.mark.parametrize("seed", range(3))
 def test_messages_over_several_reassembly_chunks_agree(seed, mode, family):
-    """Messages that need new reassembly chunks in their middle packets (R1 charging)."""
+    """Messages that need new reassembly chunks in their middle packets (PDS-R1 charging)."""
     fast, slow = _both(seed, mode, [600_000, 300_000, 0], 4096, 5000, family=family)
     assert fast == slow and fast[-1] == 3
 
@@ -220,8 +220,8 @@ def _lossless(mode: str, family: int, nbytes: int = 2 << 20) -> Host:
 @pytest.mark.parametrize("family", [4, 6])
 @pytest.mark.parametrize("mode", ["rud", "rod"])
 def test_the_path_counters_say_which_path_took_each_datagram(mode, family, monkeypatch):
-    """R5 of uet/pds/endpoint.py: ``rx_lane`` + ``rx_reference`` = ``rx_datagrams``; the C lane
-    takes the bulk of a transfer, RUD and ROD (in order: W4), IPv4 and IPv6, and with it off
+    """PDS-R5 of uet/pds/endpoint.py: ``rx_lane`` + ``rx_reference`` = ``rx_datagrams``; the C lane
+    takes the bulk of a transfer, RUD and ROD (in order: PDS-W4), IPv4 and IPv6, and with it off
     (or without the C backend) the reference takes every datagram."""
     stats = _lossless(mode, family).pds.stats
     assert stats["rx_lane"] + stats["rx_reference"] == stats["rx_datagrams"] >= 512

@@ -25,7 +25,7 @@ def _pair(seed, mtu):
     cfg = dict(mtu=mtu, window_bytes=mtu * 16, rto_initial=1e-3, max_rto_retx=12, max_nack_retx=50)
 
     def host(addr, s):
-        # every untagged SEND finds a receive at the target (M7 of uet/ses/target.py)
+        # every untagged SEND finds a receive at the target (SES-M7 of uet/ses/target.py)
         return Host(addr, pds=PdsConfig(**cfg), ses=SesConfig(mtu=mtu, auto_receive=True, seed=s),
                     seed=s)
 

@@ -1,6 +1,6 @@
 """Issue 11 items 1, 4 and 10 at the sans-IO core: answers are taken only from the PDC's peer
-address (I13), a window below the ACK trigger asks for ACKs (I15), and a CLOSE the target answers
-with INV_DPDCID after every message completed is a closed PDC, not a failure (I14)."""
+address (PDS-I13), a window below the ACK trigger asks for ACKs (PDS-I15), and a CLOSE the target answers
+with INV_DPDCID after every message completed is a closed PDC, not a failure (PDS-I14)."""
 
 from __future__ import annotations
 

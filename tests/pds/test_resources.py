@@ -1,9 +1,9 @@
 """Issue 11 items 2 and 3: reassembly memory is charged for bytes that arrived (never for a claimed
-length) and bounded per peer and in all (W5 of uet/pds/target.py asking R1/R2 of
+length) and bounded per peer and in all (PDS-W5 of uet/pds/target.py asking SES-R1/SES-R2 of
 uet/ses/target.py: the SES owns the messages and their budget, the PDS NACKs what it refuses);
-partial messages and PDCs are limited per peer, idle partial messages are dropped (R3, on the
-host's timer: H4 of uet/host.py) and idle PDCs reaped (T3); and the sender's resource-NACK retries
-back off long enough to outlast the reaping (I10)."""
+partial messages and PDCs are limited per peer, idle partial messages are dropped (PDS-R3, on the
+host's timer: HOST-H4 of uet/host.py) and idle PDCs reaped (PDS-T3); and the sender's resource-NACK retries
+back off long enough to outlast the reaping (PDS-I10)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ GIB = 1 << 30
 def _syn_claim(spdcid: int, total: int, *, src: str = A, payload: bytes = b"x" * 100,
                message_id: int = 1) -> tuple[bytes, DatagramMeta]:
     """A valid-CRC SYN request whose SEND header claims ``total`` bytes (SOM, not EOM). The SES
-    names a multi-packet message by (source, initiator, message id) (K1 of uet/ses/target.py):
+    names a multi-packet message by (source, initiator, message id) (SES-K1 of uet/ses/target.py):
     claims meant as separate messages from one source need their own ``message_id``."""
     pds = {"type": 2, "next_hdr": 3, "ar": True, "syn": True, "psn": S, "spdcid": spdcid,
            "psn_offset": 0}
@@ -84,8 +84,8 @@ def test_w5_storage_is_limited_per_peer_with_no_pkt_buffer():
 
 
 def test_r3_an_idle_partial_message_is_dropped_and_its_storage_freed():
-    """Once the PDS's T7 (a target PDC holding a partial message freed when idle), now R3 of
-    uet/ses/target.py on the host's timer (H4): the SES drops the message after
+    """Once the PDS's SES-T7 (a target PDC holding a partial message freed when idle), now SES-R3 of
+    uet/ses/target.py on the host's timer (HOST-H4): the SES drops the message after
     ``partial_timeout`` with a MessageError (DROPPED, D.8 0x24) and releases its budget. The PDC
     is the PDS's and stays; what arrives late of the dropped message is never delivered."""
     ep = host_target(partial_timeout=2.0)
@@ -125,8 +125,8 @@ def test_r3_an_idle_partial_message_is_dropped_and_its_storage_freed():
 
 def test_r3_a_message_dropped_at_the_target_fails_at_its_initiator_not_silently():
     """A pair of hosts: the second packet of a message is held up until the target has dropped
-    the partial message (R3). Its late arrival is not delivered; the initiator never hears the
-    message complete but fails it (X5: no SES response, UNDELIVERABLE 0x1F)."""
+    the partial message (PDS-R3). Its late arrival is not delivered; the initiator never hears the
+    message complete but fails it (PDS-X5: no SES response, UNDELIVERABLE 0x1F)."""
     a = host_initiator(mtu=1024, max_rto_retx=12)
     b = host_target(mtu=1024, partial_timeout=5e-3)
     h = a.send(B, bytes(range(256)) * 8)  # two requests
@@ -232,7 +232,7 @@ def test_i10_no_pdc_avail_backs_off_until_the_target_reaps():
 def test_w5_the_defaults_admit_a_gigabyte_message_and_a_64_mib_one():
     """Issue 11 item 2: bounded, yet the defaults still take uet send's 64 MiB messages and a
     1 GiB message (charged chunk by chunk as its bytes arrive; counted here without the memory).
-    The budget is the SES's now (R1 of uet/ses/target.py): a default host's."""
+    The budget is the SES's now (SES-R1 of uet/ses/target.py): a default host's."""
     budget = Host(B).ses.budget
     assert budget.open_message(A) and budget.open_message(A)
     for _ in range(GIB // CHUNK_BYTES):

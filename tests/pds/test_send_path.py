@@ -1,8 +1,8 @@
 """One Python send path (issue 28 item 1): :meth:`Initiator._send_new` decides every new request
-(I3-I5, I15, the entropy, Recovery.on_sent) and, once the PDC is established, hands each run of
+(PDS-I3 to PDS-I5, PDS-I15, the entropy, Recovery.on_sent) and, once the PDC is established, hands each run of
 one item's packets to the request builder (uet.native.txbuild: C, or its Python twin). The
 builder is a shortcut, not different behaviour: whole transfers under loss, trimming, reordering,
-ROD, small windows (I15), per-packet ACKs (I5) and PSNs across the 2^32 wrap give the same
+ROD, small windows (PDS-I15), per-packet ACKs (PDS-I5) and PSNs across the 2^32 wrap give the same
 datagrams, byte for byte, with the C builder, its Python twin and the per-packet reference
 (:meth:`Initiator._request`, what the SYN form and every resend use)."""
 
@@ -77,7 +77,7 @@ def test_every_frame_is_the_per_packet_references(cfg):
 def test_any_transfer_sends_the_same_bytes_all_three_ways(seed, mode, size, messages, mtu, loss,
                                                           window, per_packet, start):
     """Items of any size (one packet or many, the last one short), PSNs anywhere (across the
-    wrap: I3's CLEAR_PSN offset), AR from the item's end (I5), the window (I15) or per packet."""
+    wrap: PDS-I3's CLEAR_PSN offset), AR from the item's end (PDS-I5), the window (PDS-I15) or per packet."""
     pds: dict = {"ack_per_packet": per_packet}
     if start is not None:
         pds.update(start_psn_lo=start, start_psn_hi=start + 1)

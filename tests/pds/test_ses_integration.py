@@ -1,5 +1,5 @@
-"""The SES as the PDS's upper layer, two whole hosts (uet/host.py; X1-X6 of uet/pds/initiator.py,
-W5 and X3 of uet/pds/target.py): operations as requests, responses on ACKs (stored per PSN, resent
+"""The SES as the PDS's upper layer, two whole hosts (uet/host.py; PDS-X1 to PDS-X6 of uet/pds/initiator.py,
+PDS-W5 and PDS-X3 of uet/pds/target.py): operations as requests, responses on ACKs (stored per PSN, resent
 for duplicates and ACK_REQ), read data on a reverse PDC, transport failure."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_write_and_fetching_atomic_complete_with_responses_on_acks():
     fetched = [e.data for e in evs if e.op == "fetching_atomic"]
     assert fetched == [(0).to_bytes(8, "little")]
     assert mem[8:48] == b"x" * 40 and int.from_bytes(mem[:8], "little") == 5
-    assert len(acks_with_ses) >= 2  # X3: the responses rode on ACKs
+    assert len(acks_with_ses) >= 2  # PDS-X3: the responses rode on ACKs
     assert a.stats["internal_errors"] == b.stats["internal_errors"] == 0
 
 
@@ -95,7 +95,7 @@ def test_lost_ack_duplicate_request_gets_the_stored_response_not_a_second_execut
     evs = completes(a)
     assert len(evs) == 1 and isinstance(evs[0], sev.OperationComplete)
     assert evs[0].data == (0).to_bytes(8, "little")
-    assert int.from_bytes(mem, "little") == 7  # executed once (W2 answered from X3's store)
+    assert int.from_bytes(mem, "little") == 7  # executed once (PDS-W2 answered from PDS-X3's store)
     assert b.stats["dup_rx"] >= 1
 
 
@@ -111,7 +111,7 @@ def test_response_lost_under_a_cumulative_ack_is_asked_for_again():
     assert [type(e) for e in evs] == [sev.OperationComplete] * 2
     assert sorted(int.from_bytes(e.data, "little") for e in evs) in ([0, 1], [0, 2])
     assert int.from_bytes(mem, "little") == 3
-    assert a.stats["ack_req_tx"] >= 1  # X5
+    assert a.stats["ack_req_tx"] >= 1  # PDS-X5
 
 
 @pytest.mark.parametrize("mode", ["rud", "rod"])
@@ -158,7 +158,7 @@ def test_host_refuses_an_ses_mtu_beyond_the_pds_mtu():
 
 
 def test_messages_beyond_the_reassembly_limit_get_no_ses_msg_avail_and_are_retried():
-    # the SES owns its messages, so its config holds the limit (R1 of uet/ses/target.py)
+    # the SES owns its messages, so its config holds the limit (SES-R1 of uet/ses/target.py)
     a, b = pair(mtu=1024, b_ses={"max_rx_messages": 1})
     mem = bytearray(8192)
     b.ses.register(1, mem)

@@ -102,7 +102,7 @@ def test_c2_a_close_on_a_half_open_target_and_a_second_close(taken):
 
 def _close_before_any_request() -> tuple:
     """An initiator PDC whose item is withdrawn before anything left (white box: no public path
-    gets there, but the close rule C1 allows it): the CLOSE goes out with SYN, in SYN_SENT."""
+    gets there, but the close rule PDS-C1 allows it): the CLOSE goes out with SYN, in SYN_SENT."""
     a = initiator()
     send(a, B, b"m")
     p = _initiator_of(a)
@@ -148,7 +148,7 @@ def test_x6_a_pdc_closing_fails_on_a_close_nack(taken):
 
 def test_every_row_of_the_tables_is_taken_by_a_scenario(taken):
     """The tables hold no row the code never takes: the scenarios above, run one after the
-    other, and an established PDC failing at the RTO limit (X6) take every row."""
+    other, and an established PDC failing at the RTO limit (PDS-X6) take every row."""
     rows_taken = set()
     for scenario in (test_a_send_and_close_take_only_table_rows,
                      test_x6_a_close_nack_fails_the_pdc_through_the_table,

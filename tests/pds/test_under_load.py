@@ -1,9 +1,9 @@
 """Issue 25 item 8: what let a SYN flood kill an established transfer on a loaded machine, in
-virtual time. The target's work per flood SYN must not grow with its PDC table (A5's pressure
+virtual time. The target's work per flood SYN must not grow with its PDC table (PDS-A5's pressure
 watch scanned every target for every delivered message: 1 ms a SYN at 1,024 PDCs, so the kernel
 dropped nearly everything, the real sender's requests too); an established PDC that is only quiet
-is not reaped as soon as a half-open one (T3); and an established PDC's sender gives up only after
-``max_rto_retx_established`` timeouts with a backoff capped at ``rto_max_established`` (I8), where
+is not reaped as soon as a half-open one (PDS-T3); and an established PDC's sender gives up only after
+``max_rto_retx_established`` timeouts with a backoff capped at ``rto_max_established`` (PDS-I8), where
 a queue of seconds at a loaded receiver used to exhaust C.9's five timeouts within 2.6 s."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _syn(src: str, spdcid: int, *, psn: int = S, message_id: int = 1, offset: in
 
 def test_a5_a_syn_flood_costs_no_scan_of_the_pdc_table_per_message(monkeypatch):
     """Every one-packet message a flood SYN carries charges and releases the SES's reassembly
-    bytes of its peer; whether the C lane may build a peer's ACKs (A5) is decided again only when
+    bytes of its peer; whether the C lane may build a peer's ACKs (PDS-A5) is decided again only when
     that peer's pressure crosses PEND_FROM, and only for its PDCs. It used to be decided for every
     PDC of the peer, after a scan of the whole table, twice per message: 10,400 decisions for
     these 200 SYNs instead of one per PDC (when it is made) and one per peer."""
@@ -55,7 +55,7 @@ def test_a5_a_syn_flood_costs_no_scan_of_the_pdc_table_per_message(monkeypatch):
 
 def test_a5_the_lanes_of_a_peer_past_half_its_budget_leave_its_acks_to_python():
     """What the decision is for: the C lane builds no ACK of a peer whose reassembly bytes are more
-    than half its budget (its ACKs carry the receiver penalty, A5); the other peers' it still
+    than half its budget (its ACKs carry the receiver penalty, PDS-A5); the other peers' it still
     does, and the peer's again once its messages complete."""
     h = host_target(rx_bytes_per_peer=10_000)
     other = "10.0.0.3"

@@ -1,4 +1,4 @@
-"""DCQCN (uet.roce.dcqcn D1-D4, uet-facts G.7) against hand-computed cases."""
+"""DCQCN (uet.roce.dcqcn ROCE-D1 to ROCE-D4, facts G.7) against hand-computed cases."""
 
 from __future__ import annotations
 

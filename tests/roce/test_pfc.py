@@ -1,4 +1,4 @@
-"""PFC (uet.roce.pfc P1-P6): thresholds, pause and resume, the frame, the headroom."""
+"""PFC (uet.roce.pfc ROCE-P1 to ROCE-P6): thresholds, pause and resume, the frame, the headroom."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The RC queue pair (uet.roce.qp Q1-Q9): real frames, go-back-N, out-of-order placement, CNPs."""
+"""The RC queue pair (uet.roce.qp ROCE-Q1 to ROCE-Q9): real frames, go-back-N, out-of-order placement, CNPs."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_q2_a_bad_icrc_is_dropped():
     assert rx.on_data(bytes(f), 0.0) == [] and rx.bad_icrc == 1 and rx.epsn == 0
 
 
-# --- SEND (Q1 with op="send"), decoded by ``uet decode --json`` ---------------------------------
+# --- SEND (ROCE-Q1 with op="send"), decoded by ``uet decode --json`` ---------------------------------
 
 def test_q1_send_of_three_packets_opcodes_psn_and_no_reth(decode_json):
     n = 2 * MTU + 102                     # 3 packets, the last of 102 bytes: pad 2

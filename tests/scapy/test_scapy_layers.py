@@ -1,4 +1,4 @@
-"""Generated Scapy layers against the compiled codecs, header by header (design.md principle 1).
+"""Generated Scapy layers against the compiled codecs, header by header (docs/design-notes.md principle 1).
 
 For every UET header key and every generated RoCEv2 extension header: random field values (within
 the widths, signedness and switch selectors of the schema) encode to the same bytes with

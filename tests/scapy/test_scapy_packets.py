@@ -1,4 +1,4 @@
-"""Whole UET packets: Scapy-built frames against uet.wire.build, the CRC-32C trailer (uet-facts.md
+"""Whole UET packets: Scapy-built frames against uet.wire.build, the CRC-32C trailer (docs/facts.md
 A.3 with the coverage of uet/wire/trailer.py), the bindings, and the XDP2 interop captures."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """RoCEv2: scapy.contrib.roce (BTH with its ICRC, AETH) against the project's schema, codecs and
-native ICRC (design.md principle 4: an independent cross-check), and the generated extension
-headers bound onto Scapy's BTH by opcode (uet-facts.md G.3, G.4, G.6)."""
+native ICRC (docs/design-notes.md principle 4: an independent cross-check), and the generated extension
+headers bound onto Scapy's BTH by opcode (docs/facts.md G.3, G.4, G.6)."""
 
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ from uet.ses.packets import Message, cut  # noqa: E402
        mid=st.integers(1, 0xFFFF), flags=st.tuples(st.booleans(), st.booleans()))
 def test_s1_packed_headers_equal_the_schema_encoded_ones(n, mtu, opcode, ids, key, header_data,
                                                           mid, flags):
-    """S1: Message.header(k), packed from per-message constants (what the PDS sends), equals
+    """SES-S1: Message.header(k), packed from per-message constants (what the PDS sends), equals
     the schema codec's encoding of Message.packet(k)'s fields (the readable form), for every k."""
     job, pid, ri, initiator = ids
     common = {"opcode": opcode, "job_id": job, "pid_on_fep": pid, "resource_index": ri,

@@ -160,7 +160,7 @@ def test_d1_no_op_round_trip():
 
 
 def test_i3_an_operation_acknowledged_by_the_transport_still_waits_for_its_response():
-    """I3 (D.7): the transport's ACK of every request is noted on the operation, which completes
+    """SES-I3 (D.7): the transport's ACK of every request is noted on the operation, which completes
     only when its response comes; a driver asks acked_by_transport to tell a target that took
     the bytes but never answered from one that never got them."""
     a, b, lb = pair()

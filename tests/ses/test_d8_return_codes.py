@@ -1,5 +1,5 @@
 """D.8: every refused request gets the return code the rules at the top of uet.ses.endpoint give,
-never a crash; responses for unknown messages are dropped and counted (rule I1)."""
+never a crash; responses for unknown messages are dropped and counted (rule SES-I1)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_d8_at_out_of_range_write_read_and_multi_packet():
     assert rc_of(run(lb)["a"]) == "AT_OUT_OF_RANGE"
     a.read("b", 1, 0, 101)
     assert rc_of(run(lb)["a"]) == "AT_OUT_OF_RANGE"
-    a.write("b", 1, 50, b"z" * 300)  # five packets, one error response (T8)
+    a.write("b", 1, 50, b"z" * 300)  # five packets, one error response (SES-T8)
     evs = run(lb)
     assert rc_of(evs["a"]) == "AT_OUT_OF_RANGE"
     assert len(only(evs["b"], MessageError)) == 1

@@ -111,7 +111,7 @@ def test_interleaved_operations_match_model(ops, seed, loss, mtu):
 
 
 def assert_no_internal_errors(ep: SesEndpoint) -> None:
-    """E1: receive() never raises because it counts a bug as ``internal_errors`` and keeps it in
+    """SES-E1: receive() never raises because it counts a bug as ``internal_errors`` and keeps it in
     ``last_error``; "never raises" holds only if that count stays 0."""
     assert ep.stats["internal_errors"] == 0, repr(ep.last_error)
 

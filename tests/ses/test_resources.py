@@ -1,4 +1,4 @@
-"""Issue 11 items 2 and 3 for the SES (R1-R3 of uet/ses/target.py): partial messages and their
+"""Issue 11 items 2 and 3 for the SES (SES-R1 to SES-R3 of uet/ses/target.py): partial messages and their
 bytes are counted per peer, a transport can refuse beyond the limits (admit), and idle partial
 messages are dropped (expire) - so one address's never-finished messages cannot block the others.
 """
@@ -86,7 +86,7 @@ def _nack_codes(ep: Host, now: float = 0.0) -> list:
 
 
 def test_never_finished_messages_from_one_address_do_not_block_another():
-    """The SES as the PDS's upper layer (W5 of uet/pds/target.py): one address opens
+    """The SES as the PDS's upper layer (PDS-W5 of uet/pds/target.py): one address opens
     never-finished messages until refused; another address's multi-packet message still gets
     in."""
     b = Host(B, ses=SesConfig(max_rx_messages_per_peer=8), seed=2)
@@ -100,7 +100,7 @@ def test_never_finished_messages_from_one_address_do_not_block_another():
 
 
 def test_the_host_sweep_expires_the_ses_partial_messages():
-    """H4 of uet/host.py."""
+    """HOST-H4 of uet/host.py."""
     b = Host(B, ses=SesConfig(partial_timeout=3.0), seed=2)
     ses = b.ses
     b.receive_datagram(*_request("10.0.0.66", 1, 1, 1 << 20, b"x" * 1000), 0.0)

@@ -210,7 +210,7 @@ def test_c8_uud_non_datagram_dropped_and_counted():
 
 
 def test_a_bug_in_rudi_or_uud_is_an_internal_error_not_bad_input():
-    """R3 of uet/pds/endpoint.py holds for the endpoints without PDCs too: an exception of their
+    """PDS-R3 of uet/pds/endpoint.py holds for the endpoints without PDCs too: an exception of their
     own logic is counted as internal_errors (the host adds them up) and kept with the datagram."""
     from uet.host import Host
     from uet.pds import DatagramMeta, seal

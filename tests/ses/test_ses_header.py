@@ -1,7 +1,7 @@
-"""``ses_header`` (uet-facts A.1: the reference provider parses standard requests, next_hdr 3, and
+"""``ses_header`` (facts A.1: the reference provider parses standard requests, next_hdr 3, and
 responses 4 and 5 only; small and medium requests, D.4, and the small response with data, D.7
 next_hdr 6, it drops): "standard" sends none of them; "auto" keeps the small forms, and a target
-answers a peer in the header family the peer uses (P3 of uet/ses/target.py).
+answers a peer in the header family the peer uses (SES-P3 of uet/ses/target.py).
 
 Host level: ``uet sim`` runs with a capture, every frame decoded; SES level: the SES endpoint's
 packets and responses."""
@@ -75,7 +75,7 @@ def test_auto_keeps_the_small_header_and_the_small_response(tmp_path):
     assert _requests(c) == Counter({NH_SMALL: 1})
     _, c = _frames(tmp_path, "--op", "atomic", "--bytes", "32", "--messages", "4")
     assert set(_requests(c)) == {NH_MEDIUM}
-    assert NH_RSP_DATA_SMALL in _response_headers(c)  # the peer uses the small forms (P3)
+    assert NH_RSP_DATA_SMALL in _response_headers(c)  # the peer uses the small forms (SES-P3)
 
 
 def test_p3_auto_target_answers_a_standard_peer_without_next_hdr_6(tmp_path):

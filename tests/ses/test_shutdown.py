@@ -1,5 +1,5 @@
 """Issue 25 item 1: a host that stops with messages in reassembly frees their storage in an
-explicit order (H6 of uet/host.py, SesEndpoint.release): each message leaves its C receive lane,
+explicit order (HOST-H6 of uet/host.py, SesEndpoint.release): each message leaves its C receive lane,
 then its reassembly releases engines and views - so the mapping under it has no export left and
 nothing is left for the garbage collector to clear at interpreter exit."""
 
@@ -64,7 +64,7 @@ def test_h6_shutdown_releases_a_message_in_reassembly_in_order(pool):
     b.shutdown()
     mapping.close()  # BufferError while any view or C export of it remained
     assert ses.in_reassembly == 0 and ses.stats["released"] == 1 and not ses.events()
-    assert ses.budget.bytes == 0 and ses.budget.messages == 0  # R1: given back
+    assert ses.budget.bytes == 0 and ses.budget.messages == 0  # SES-R1: given back
     assert "_lanes" not in rx.__dict__ and rx.asm is None and asm.allocated == 0
     assert all(e.length == 0 for e in engines)
     assert b._sweep_at == INF  # H4: nothing left to sweep
@@ -73,8 +73,8 @@ def test_h6_shutdown_releases_a_message_in_reassembly_in_order(pool):
 
 
 def test_release_drops_unexpected_messages_whole_and_partial(pool):
-    """M2: with no receive posted, a whole message waits on the unexpected list holding its
-    storage, and a partial one is both there and in reassembly (K1)."""
+    """SES-M2: with no receive posted, a whole message waits on the unexpected list holding its
+    storage, and a partial one is both there and in reassembly (SES-K1)."""
     s = SesEndpoint(SesConfig(mtu=MTU))
     total = 300_000  # longer than a chunk: a mapping of the pool
     for mid, end in ((1, total), (2, 100_000)):

@@ -1,4 +1,4 @@
-"""``uet sim`` contract (design.md): one JSON object on stdout with --json, replay line on failure."""
+"""``uet sim`` contract (docs/design-notes.md): one JSON object on stdout with --json, replay line on failure."""
 
 from __future__ import annotations
 

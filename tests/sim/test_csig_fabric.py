@@ -1,5 +1,5 @@
-"""CSIG in the many-host simulator (uet.sim.fabric F1-F3; the ports' S5-S6 are tested with the
-switch) and the CSIG-aware entropy selector (uet.multipath.csig K1-K5). Every run is seeded; the
+"""CSIG in the many-host simulator (uet.sim.fabric SIM-F1 to SIM-F3; the ports' NET-S5 to NET-S6 are tested with the
+switch) and the CSIG-aware entropy selector (uet.multipath.csig MULTIPATH-K1 to MULTIPATH-K5). Every run is seeded; the
 directions asserted are counts of packets, never timings."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_insert_and_strip_put_the_tag_after_the_macs():
     assert strip_tag(tagged) == (frame, 0xBEEF)
 
 
-# --- F1-F3 ----------------------------------------------------------------------------------------
+# --- SIM-F1 to SIM-F3 ----------------------------------------------------------------------------------------
 
 def test_f1_f3_pcap_shows_a_real_l2_tag_and_the_last_hop_saturates(tmp_path):
     """At send time every data frame carries the neutral tag between the MACs and IP, control
@@ -261,7 +261,7 @@ def test_k5_every_hook_reaches_the_inner_policy_and_the_health_rules():
     sel.on_signal(now=0.0, ev=A, bits=csig.pack(csig.ABW, 9))
     assert inner.heard == [("delivered", A), ("ack", A, True), ("nack", B, 1), ("loss", C),
                            ("loss", C), ("timeout",), ("signal", A, csig.pack(csig.ABW, 9))]
-    assert sel.failed == {C}                 # H1 in the selector's own health rules
+    assert sel.failed == {C}                 # MULTIPATH-H1 in the selector's own health rules
     assert sel.known(A) and sel.known(B)     # H3: ACK and NACK round trips
 
 

@@ -1,4 +1,4 @@
-"""``uet sim --ecn-point`` and ``--trim-victim`` (uet.net.ecn N2, N4): the switched topologies take
+"""``uet sim --ecn-point`` and ``--trim-victim`` (uet.net.ecn NET-N2, N4): the switched topologies take
 E.6's choices by default and the others on request; paths:N refuses them (its links decide a
 datagram's fate on arrival); a failed run's replay line keeps them."""
 

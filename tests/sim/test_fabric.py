@@ -69,7 +69,7 @@ def test_every_spraying_policy_delivers(spray):
 
 def test_e5_a_failed_core_link_is_routed_around():
     """A link that fails at the start: packets sprayed onto it are lost; the entropy selector's
-    path health (H1-H3 of uet.multipath) and recovery still complete every flow."""
+    path health (MULTIPATH-H1 to MULTIPATH-H3 of uet.multipath) and recovery still complete every flow."""
     s = _run(topology="fattree:4", traffic=("permutation", None), flow_bytes=64 << 10, seed=3,
              fail=[("a0", "c0", 0.0), ("a2", "c1", 0.0)])
     assert s["ok"], _replay(s)

@@ -1,6 +1,6 @@
 """Issue 11 item 10: with 3 of 4 paths failed, spraying used to keep choosing dead paths until the
 retransmission limit (22 of 33 seeds of the issue's replay line failed). Path health in the
-entropy selector (H1-H4 of uet/multipath/base.py) and the RTO's EV probes (I8 of
+entropy selector (MULTIPATH-H1 to MULTIPATH-H4 of uet/multipath/base.py) and the RTO's EV probes (PDS-I8 of
 uet/pds/endpoint.py) now find the paths that work, whatever the spraying policy and mode. Each
 failure prints its replay line."""
 

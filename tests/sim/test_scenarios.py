@@ -29,7 +29,7 @@ def test_lossless_never_retransmits(mode, seed):
 @pytest.mark.parametrize("paths, mib", [(16, 20), (32, 16)])
 def test_lossless_many_paths_long_transfer_never_retransmits(paths, mib):
     # 64 entropy values hash unevenly onto many paths: one path's queue keeps growing, and its
-    # packets, still in flight, must not be taken for lost (I7's windowed maximum RTT)
+    # packets, still in flight, must not be taken for lost (PDS-I7's windowed maximum RTT)
     r = check(SimConfig(bytes=mib << 20, paths=paths, seed=1))
     assert r["retransmissions"] == 0 and r["dropped"] == 0 and r["nacks"] == {}
 

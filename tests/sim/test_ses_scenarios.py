@@ -18,7 +18,7 @@ IMPAIRMENTS = {
     "loss": {"loss": 0.05},
     "trim": {"trim": 0.05},
     "reorder": {"reorder": 0.2},
-    "ack_loss": {"ack_loss": 0.2},  # responses ride on ACKs: lost ones are asked for again (X5)
+    "ack_loss": {"ack_loss": 0.2},  # responses ride on ACKs: lost ones are asked for again (PDS-X5)
 }
 
 

@@ -1,4 +1,4 @@
-"""One summary builder (uet.sim.summary): every key of design.md's ``uet sim --json`` contract in
+"""One summary builder (uet.sim.summary): every key of docs/design-notes.md's ``uet sim --json`` contract in
 every run, whatever the topology; the figures the many-host run gained mean what they mean in the
 two-host run."""
 

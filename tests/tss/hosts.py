@@ -1,5 +1,5 @@
 """Two sans-IO hosts joined by a loop in the test (no simulator, no sockets): what TSS does at
-the host's edge (H5 of uet.host) seen datagram by datagram."""
+the host's edge (HOST-H5 of uet.host) seen datagram by datagram."""
 
 from __future__ import annotations
 

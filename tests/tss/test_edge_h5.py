@@ -1,4 +1,4 @@
-"""TSS at the host's edge (H5 of uet.host; uet-facts A.3, B.15, F): a protected pair delivers,
+"""TSS at the host's edge (HOST-H5 of uet.host; facts A.3, B.15, F): a protected pair delivers,
 and everything the issue calls an attack - a plain datagram, the wrong key, a replay, a flipped
 bit - is dropped, counted under its own name and delivers nothing; trimmed protected packets are
 answered with NACK TRIMMED and the transfer completes."""
@@ -108,7 +108,7 @@ def test_c6_h5_trimmed_protected_packets_get_nack_trimmed_and_the_transfer_compl
 
     def trim_some(d: bytes, meta: DatagramMeta):
         if len(d) > 256 and len(trimmed) < 5 and meta.dscp != 46:
-            trimmed.append(1)  # design.md Defaults: the first 256 bytes, DSCP 11
+            trimmed.append(1)  # docs/design-notes.md Defaults: the first 256 bytes, DSCP 11
             return d[:256], dataclasses.replace(meta, dscp=DSCP_TRIMMED)
         return d, meta
     got = transfer(a, b, data, change=trim_some)

@@ -1,5 +1,5 @@
 """Independent constructions for the TSS tests, written out with the ``cryptography`` primitives
-so that no expected value comes from the code under test (uet-facts.md F), and the check of those
+so that no expected value comes from the code under test (docs/facts.md F), and the check of those
 constructions against the reference provider's published KDF answers (RP-OLD test_uec_kdf.c)."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def reference_packet(*, mode: str, key: bytes, sdi: int, epoch: int, tsc: int, s
 
 
 # Known answers published with the reference provider's KDF (HanXingling/uet-ref-prov
-# crypto/test/test_uec_kdf.c at 53c2e617; uet-facts.md F "Older variants"): the pre-1.0 labels
+# crypto/test/test_uec_kdf.c at 53c2e617; docs/facts.md F "Older variants"): the pre-1.0 labels
 # "UE1"/"UE2" and 7/23-byte contexts, the same SP 800-108 counter-mode AES-CMAC core, 256 bits
 # out, and [L] in 32 bits (H.1 #18).
 RP_KEY = bytes.fromhex("34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca")

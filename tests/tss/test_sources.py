@@ -1,5 +1,5 @@
 """Datagram sources nobody authenticates, and source identities that several processes share
-(issue 25 items 3 and 4; uet/tss/replay.py rules 2 and 4; uet-facts.md F: Receive checks)."""
+(issue 25 items 3 and 4; uet/tss/replay.py rules 2 and 4; docs/facts.md F: Receive checks)."""
 
 from __future__ import annotations
 

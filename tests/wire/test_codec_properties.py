@@ -1,4 +1,4 @@
-"""Properties every compiled codec must have, for every header of the schema (design.md principle 1
+"""Properties every compiled codec must have, for every header of the schema (docs/design-notes.md principle 1
 and 6): exact round trips, every variant reachable, arbitrary bytes never raise anything but the
 project's DecodeError."""
 
@@ -111,7 +111,7 @@ def test_schema_names_are_unique_per_variant_and_snake_case():
 
 
 def test_every_field_cites_a_reference():
-    """Transport fields name the uet-facts.md row they come from (the Lua and docs show it)."""
+    """Transport fields name the docs/facts.md row they come from (the Lua and docs show it)."""
     for h in wire.ALL_HEADERS:
         if h.key in ("ipv4", "ipv6", "udp", "eth", "vlan", "sll", "sll2", "null"):
             continue

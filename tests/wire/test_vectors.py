@@ -1,4 +1,4 @@
-"""Hand-built byte vectors, one or more per header, worked out from uet-facts.md.
+"""Hand-built byte vectors, one or more per header, worked out from docs/facts.md.
 
 Every hex string below was derived by hand from the bit offsets and widths of the facts tables
 (section 0: MSB-first, bit 0 = MSB of byte 0, big-endian) - not from the declarations in

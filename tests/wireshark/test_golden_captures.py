@@ -1,6 +1,6 @@
 """The golden captures in captures/: up to date, clean (except the bad ones), complete, and - as the
 .json files come from the decoder under test - checked against bytes written by hand from the
-uet-facts tables, with CRCs computed here independently of uet.native."""
+facts tables, with CRCs computed here independently of uet.native."""
 
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ def test_coverage_roce():
     assert all(o["roce"]["icrc"]["ok"] for o in objs)
 
 
-# --- hand-written bytes (uet-facts tables), independent CRCs ----------------------------------------
+# --- hand-written bytes (facts tables), independent CRCs ----------------------------------------
 
 
 def crc32c(data: bytes, crc: int = 0) -> int:
@@ -220,7 +220,7 @@ def crc32c(data: bytes, crc: int = 0) -> int:
 
 
 def check_trailer(ip: bytes, udp: bytes, uet: bytes) -> bytes:
-    """Assert the last 4 bytes are the CRC-32C trailer of design.md "Defaults"; return the rest."""
+    """Assert the last 4 bytes are the CRC-32C trailer of docs/design-notes.md "Defaults"; return the rest."""
     addrs = ip[12:20] if ip[0] >> 4 == 4 else ip[8:40]
     cover = addrs + (udp[:6] + b"\0\0" if udp else b"") + uet[:-4]
     assert int.from_bytes(uet[-4:], "big") == crc32c(cover)

@@ -154,7 +154,7 @@ def register(subparsers: Any) -> None:
     an.add_argument("--svg", metavar="OUT.svg", help="with --ladder: also write it as SVG")
     an.add_argument("--refprov", action="store_true",
                     help="also judge every frame by the UEC reference provider's receive rules "
-                         "(uet-facts A.1, A.3): sent to the UET port (the first --port, default "
+                         "(facts A.1, A.3): sent to the UET port (the first --port, default "
                          "4793), DF and no IP fragments, only the SES headers it parses, the CRC "
                          "trailer with UDP checksum 0, each answer from its request's EV; "
                          "docs/interop.md")

@@ -1,7 +1,7 @@
 """PDCs as a capture shows them (``uet analyze``, issue 17 item 1): grouping frames into PDCs and
 the per-PDC state machine of what the capture showed happen.
 
-Grouping (uet-facts C.1). A PDC is (initiator address, target address, initiator's PDCID): a
+Grouping (facts C.1). A PDC is (initiator address, target address, initiator's PDCID): a
 request or an initiator's CONTROL is (src, dst, SPDCID); an ACK, NACK or target CONTROL
 (CLOSE_REQ, CREDIT) is (dst, src, DPDCID). The target's PDCID is learned from the first ACK's
 SPDCID (C.1; from a request's DPDCID when the capture holds no ACK). Both directions are followed:
@@ -30,7 +30,7 @@ to the resend: the first later ACK whose ACK_PSN is that PSN with RETX set (B.7:
 retransmission), or NACK of that PSN with RETX (B.10). An untrimmed resend with an ACK answer
 arrived.
 
-Violations, each with its frame and uet-facts row (``kind``):
+Violations, each with its frame and facts row (``kind``):
 
 * ``cack_backwards`` (C.2): an ACK's CACK below an earlier CACK on the same path (the same
   addresses and UDP ports: one path keeps its order; ACKs on different paths may overtake);

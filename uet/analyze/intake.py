@@ -319,7 +319,7 @@ class _Reader:
         if self.reasm.completed:
             intake.notes.append(
                 f"{self.reasm.completed} IP datagram(s) were reassembled from fragments: their "
-                "sender exceeded the link MTU (uet-facts A.1: DF on every datagram)")
+                "sender exceeded the link MTU (facts A.1: DF on every datagram)")
         intake.notes.extend(f"IP fragments: {line}" for line in self.reasm.finish())
         if self.uncounted:
             intake.notes.append(

@@ -1,4 +1,4 @@
-"""``uet decode FILE``: every frame of a pcap or pcapng capture, decoded (design.md "Contracts").
+"""``uet decode FILE``: every frame of a pcap or pcapng capture, decoded (docs/design-notes.md "Contracts").
 
 stdout holds one tree per frame, or with ``--json`` JSON Lines: one object per frame. The plain
 frames go through :class:`uet.capture.quick.QuickDecoder`, the others (and every frame without
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         out.flush()
         print(f"{PROG}: {exc}", file=sys.stderr)
         _unfinished(reasm, args.file)
-        # A damaged record after a readable header is still a file that could be read (design.md).
+        # A damaged record after a readable header is still a file that could be read (docs/design-notes.md).
         return 0 if isinstance(exc, CaptureStopped) else 2
     if chunk:
         flush()
@@ -138,17 +138,17 @@ def add_arguments(dec: argparse.ArgumentParser) -> None:
                      help="CRC-32C trailer: auto (present exactly when the last 4 bytes verify), "
                           "crc (always present, so a wrong one is reported) or none (default auto)")
     dec.add_argument("--ccx-layout", choices=("1.0", "xdp2"), default="1.0",
-                     help="ACK_CCX/NACK_CCX length: 1.0 = 40/32 bytes (uet-facts H.1 #2-3), "
+                     help="ACK_CCX/NACK_CCX length: 1.0 = 40/32 bytes (facts H.1 #2-3), "
                           "xdp2 = 32/24 bytes as XDP2 writes them (default 1.0)")
     dec.add_argument("--rsv-pdc-bit", type=int, choices=(80, 83), default=80,
                      help="bit of use_rsv_pdc in the SYN form: 80 (Wireshark/XDP2) or 83 "
-                          "(reference provider); uet-facts H.1 #4 (default 80)")
+                          "(reference provider); facts H.1 #4 (default 80)")
     dec.add_argument("--mswap-cswap-ext", action="store_true",
-                     help="decode AMO MSWAP with the 36-byte compare-swap extension (uet-facts H.2)")
+                     help="decode AMO MSWAP with the 36-byte compare-swap extension (facts H.2)")
     dec.add_argument("--csig-ethertype", type=cliargs.csig_ethertype, default=CSIG_ETHERTYPE,
                      metavar="ETHERTYPE",
                      help="EtherType of the CSIG congestion-signalling tag, hex (0x...) or decimal; "
-                          f"uet-facts E.4 fixes none (default 0x{CSIG_ETHERTYPE:04x})")
+                          f"facts E.4 fixes none (default 0x{CSIG_ETHERTYPE:04x})")
     add_capture_key(dec)
 
 

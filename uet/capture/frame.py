@@ -1,4 +1,4 @@
-"""One captured frame -> the ``uet decode --json`` object (design.md "Contracts").
+"""One captured frame -> the ``uet decode --json`` object (docs/design-notes.md "Contracts").
 
 Link layer (Ethernet with VLAN tags and the CSIG tag, raw IP, Linux cooked v1/v2, BSD loopback) ->
 IPv4/IPv6 -> UDP (UET on the configured ports, RoCEv2 on 4791) or IP protocol 253 (UET with the
@@ -10,7 +10,7 @@ destination options headers) go to a :class:`uet.capture.reassembly.Reassembler`
 passes one: the frame that completes a datagram decodes the whole datagram (its ``ip`` is the
 rebuilt datagram's header), the others only say what fragment they are.
 
-The CSIG tag (uet-facts E.4, layout uet.cms.csig C1) is read like an 802.1Q tag: an EtherType (the
+The CSIG tag (facts E.4, layout uet.cms.csig CMS-C1) is read like an 802.1Q tag: an EtherType (the
 TPID, ``DecodeConfig.csig_ethertype``), 16 bits of tag, then the inner EtherType; VLAN tags may come
 before and after it. Its fields become the frame's ``"csig"`` object.
 
@@ -44,7 +44,7 @@ _VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
 _AF_INET6 = (10, 24, 28, 30)  # Linux, NetBSD/OpenBSD, FreeBSD, macOS
 #: EtherTypes the CSIG tag cannot take: the link walk reads them as IP or as VLAN tags
 NOT_CSIG_ETHERTYPES = (ETHERTYPE_IPV4, ETHERTYPE_IPV6) + _VLAN_TPIDS
-#: E.4 / csig C1: r is reserved; a receiver counts a tag with r set and ignores it, the decoder
+#: E.4 / csig CMS-C1: r is reserved; a receiver counts a tag with r set and ignores it, the decoder
 #: still shows it (the Lua dissector reports the same text)
 CSIG_R_SET = "csig: reserved bit r is set (E.4): a receiver ignores this tag"
 
@@ -306,7 +306,7 @@ def _decode_ip(linktype: int, raw: bytes, cfg: DecodeConfig, res: FrameResult, p
         if udp["dport"] in cfg.ports or udp["sport"] in cfg.ports:
             ctx = CrcContext(bytes(src), bytes(dst), bytes(pkt[l4:l4 + 8]))
             opener = None
-            if cfg.open_tss is not None:  # DSCP 11: trimmed, the tag is gone (K2 of uet.tss.capture)
+            if cfg.open_tss is not None:  # DSCP 11: trimmed, the tag is gone (TSS-K2 of uet.tss.capture)
                 def opener(uet: bytes, _o: Any = cfg.open_tss, _s: bytes = bytes(src),
                            _d: bytes = bytes(dst), _p: int = udp["sport"],
                            _t: bool = ip["dscp"] == DSCP_TRIMMED) -> tuple[bytes, bool] | None:

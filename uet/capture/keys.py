@@ -1,5 +1,5 @@
 """The ``--sd-key`` options of the commands that read captures (``uet decode``, ``uet analyze``):
-TSS frames (uet-facts B.15, F) decrypted with the secure-domain key, as Wireshark decrypts TLS
+TSS frames (facts B.15, F) decrypted with the secure-domain key, as Wireshark decrypts TLS
 with a key log. The crypto (uet.tss) is imported only when a key is given, so that reading a
 capture in the clear pays nothing for it."""
 
@@ -20,7 +20,7 @@ def _sdi(text: str) -> int:
 def add_capture_key(p: argparse.ArgumentParser) -> None:
     """``--sd-key`` and its companions for the commands that read captures (F: TSS frames are
     decrypted with the secure-domain key, as Wireshark decrypts TLS with a key log)."""
-    g = p.add_argument_group("encrypted frames (TSS, uet-facts B.15 and F)")
+    g = p.add_argument_group("encrypted frames (TSS, facts B.15 and F)")
     g.add_argument("--sd-key", metavar="FILE",
                    help="decrypt TSS frames with this secure-domain key file (64 hex digits, "
                         "owner-readable only); without it a TSS frame shows its header and its "
@@ -36,7 +36,7 @@ def add_capture_key(p: argparse.ArgumentParser) -> None:
                    dest="tss_kdf_l",
                    help="with --sd-key in cluster or server mode: bits of the KDF's length field, "
                         "16 as the UEC reference provider's 1.0 code (default) or 32 as its older "
-                        "KDF (uet-facts F, H.1 #18)")
+                        "KDF (facts F, H.1 #18)")
 
 
 def capture_key(args: argparse.Namespace) -> Any:

@@ -3,7 +3,7 @@
 Owns the state that reading fragments needs across frames: :func:`uet.capture.frame.decode_frame`
 is stateless per frame and hands each fragment it meets to a :class:`Reassembler` (its ``reasm``
 argument); ``uet decode``, ``uet analyze`` and its ``--refprov`` model each keep one per capture.
-A sender whose datagram exceeds the link MTU (uet-facts A.1 forbids it: DF on every datagram)
+A sender whose datagram exceeds the link MTU (facts A.1 forbids it: DF on every datagram)
 is what makes fragments; a capture tool must still read them.
 
 A queue is one datagram being rebuilt: IPv4 (source, destination, identification, protocol), IPv6

@@ -1,7 +1,7 @@
 """The UEC reference provider's receive rules as a model: would it take each frame of a capture?
 
 Owns a judgement of captured frames against what the reference provider (uet-ref-prov) accepts on
-receive, written from uet-facts.md A.1 and A.3 (its C source is not on these machines, so the
+receive, written from docs/facts.md A.1 and A.3 (its C source is not on these machines, so the
 facts are the judge). It reads frames with :func:`uet.capture.frame.decode_frame` and the raw
 IP header fields that decoder keeps; nothing here parses a header. ``uet analyze --refprov``
 prints the verdict; docs/interop.md says how to capture a run and check it.
@@ -105,7 +105,7 @@ class RefProvReport:
                                sorted(self.violations, key=lambda v: (v.frame, v.rule))]}
 
     def text(self) -> str:
-        head = (f"UEC reference provider receive rules (uet-facts A.1, A.3; UET port "
+        head = (f"UEC reference provider receive rules (facts A.1, A.3; UET port "
                 f"{self.uet_port}"
                 + (f", payload at most {self.max_payload}" if self.max_payload else "") + "): "
                 f"{self.frames} UET frames, {self.requests} requests, {self.answers} answers "

@@ -12,7 +12,7 @@ def frame_tree(res: FrameResult, length: int) -> str:
     lines = [f"Frame {obj['frame']}: {length} bytes"]
     if res.csig_fields is not None:
         c = codec("csig")
-        lines.append(f"  {c.header.title} [uet-facts {c.header.ref}]")
+        lines.append(f"  {c.header.title} [facts {c.header.ref}]")
         lines.extend(header_tree(c, res.csig_fields, indent="      "))
     if res.pfc_fields is not None:
         c = codec("pfc")
@@ -30,7 +30,7 @@ def frame_tree(res: FrameResult, length: int) -> str:
     if res.transport is not None:
         proto = "UET" if "uet" in obj else "RoCEv2"
         for c, fields in res.transport.headers:
-            ref = f" [uet-facts {c.header.ref}]" if c.header.ref else ""
+            ref = f" [facts {c.header.ref}]" if c.header.ref else ""
             lines.append(f"  {proto} {c.header.title}{ref}")
             lines.extend(header_tree(c, fields, indent="      "))
         layer = res.transport.layer

@@ -1,7 +1,7 @@
 """Congestion management (CMS): the interface the PDS drives, and the algorithms behind it.
 
 One file per algorithm; the PDS only knows :class:`CongestionControl`. Shipped: the fixed window
-(:mod:`uet.cms.fixed`) and NSCC (:mod:`uet.cms.nscc`, uet-facts.md E.1, E.6). RCCC (E.2) plugs in
+(:mod:`uet.cms.fixed`) and NSCC (:mod:`uet.cms.nscc`, docs/facts.md E.1, E.6). RCCC (E.2) plugs in
 later without touching the PDS.
 """
 

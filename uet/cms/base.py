@@ -14,7 +14,7 @@ caller's clock; an algorithm never reads a clock itself), ``ev`` (an entropy val
 
 ``ack`` is the ACK as the PDS read it
 (:class:`uet.pds.packets.Ack`: its flags, CACK, SACK and MPR by name); the NSCC state of ACK_CC
-(``service_time``, ``rcv_cwnd_pend``, ``rcvd_bytes``, uet-facts.md B.8, E.1) joins it when an
+(``service_time``, ``rcv_cwnd_pend``, ``rcvd_bytes``, docs/facts.md B.8, E.1) joins it when an
 algorithm reads it. A CSIG tag the receiver reflected (ACK_CCX ccx_type 14, E.4) reaches
 :meth:`on_signal` before that ACK's other hooks. The PDS calls every hook of whatever class it is
 given (no class is treated apart): tests/pds/test_interfaces.py records the calls. A class with ``wants_credit`` set is
@@ -74,7 +74,7 @@ class CongestionControl:
         """One RTT sample (Karn: never from a retransmitted packet)."""
 
     def on_signal(self, *, now: float, ev: int, bits: int) -> None:
-        """A CSIG tag reflected for entropy ``ev`` (its 16 tag bits), uet.cms.csig C4."""
+        """A CSIG tag reflected for entropy ``ev`` (its 16 tag bits), uet.cms.csig CMS-C4."""
 
     def credit_target(self, backlog_bytes: int) -> int:
         """RCCC (E.2, B.6): the demand in bytes to state with ``backlog_bytes`` waiting; 0 here."""

@@ -1,4 +1,4 @@
-"""NSCC: the sender-side congestion window of UET congestion management (uet-facts.md E.1, E.6).
+"""NSCC: the sender-side congestion window of UET congestion management (docs/facts.md E.1, E.6).
 
 Owns one sender's window in bytes and every rule that moves it: the four ACK cases (delay against
 target, CE or not), fast increase, QuickAdapt, the trim / loss / timeout cuts, the receiver's hints
@@ -8,19 +8,19 @@ Project choices say "choice:". Seconds and bytes; no clock is read. Per ACK the 
 ``on_rtt_sample`` (Karn permitting), ``on_ce`` (flag M), then ``on_ack``, which decides.
 
 The CSIG variant (``NsccParams.csig``; choice: E.4 says CSIG's signals serve congestion control,
-not how): the PDS gives the reflected CSIG tags of an ACK_CCX (uet.cms.csig C4) to
-:meth:`Nscc.on_signal` before that ACK's ``on_ack`` (its rule I16), the ACK's own EV first (C4);
+not how): the PDS gives the reflected CSIG tags of an ACK_CCX (uet.cms.csig CMS-C4) to
+:meth:`Nscc.on_signal` before that ACK's ``on_ack`` (its rule PDS-I16), the ACK's own EV first (CMS-C4);
 that first tag is the signal of the path the ACK came on. With it, in ``on_ack``:
 
-  V1  ABW, ABW/C: while that path says (almost) no bandwidth is available (bucket <=
+  CMS-V1  ABW, ABW/C: while that path says (almost) no bandwidth is available (bucket <=
       ``CSIG_STARVED``, 1), neither the proportional nor the fast increase is applied
       (``csig_held``): the queue has not grown yet but the bottleneck is full. The fair
       increase still is (it is what shares a full link).
-  V2  DELAY: the reflected per-hop delay (the bucket's lower edge on ``csig_scale``) replaces
+  CMS-V2  DELAY: the reflected per-hop delay (the bucket's lower edge on ``csig_scale``) replaces
       RTT - base RTT as the delay input when it is larger (``csig_delay``): one hop's queue
       is seen even when reordering on other paths hides it in the RTT.
-  V3  a tag with d or r set (C1, C3), of nQD (no rule uses it), or an ACK without a tag changes
-      nothing. (An ACK whose own request carried no tag reflects other EVs only (G2 of
+  CMS-V3  a tag with d or r set (CMS-C1, CMS-C3), of nQD (no rule uses it), or an ACK without a tag changes
+      nothing. (An ACK whose own request carried no tag reflects other EVs only (PDS-G2 of
       uet.pds.signals); the hook names no ACK EV, so the first of those stands in.)
 """
 
@@ -46,7 +46,7 @@ BAD_DELTA_WINDOWS = 4            # choice: a rcvd_bytes delta above 4 x MaxWnd i
 TARGET_QDELAY_TRIM = 0.75        # E.1: target_qdelay for trimming networks, x base RTT
 TARGET_QDELAY_NO_TRIM = 1.0      # E.6: htsim's target without trimming
 QA_THRESHOLD_NO_TRIM = 4.0       # E.1/E.6: qa_threshold = 4 x target without trimming
-CSIG_STARVED = 1                 # V1 choice: buckets 0 and 1 (under 2/31 of full scale) = none
+CSIG_STARVED = 1                 # CMS-V1 choice: buckets 0 and 1 (under 2/31 of full scale) = none
 
 
 @dataclass
@@ -70,8 +70,8 @@ class NsccParams:
     trimming: bool = True
     reference_bdp: int = 150_000    # scaling_a = BDP / 150000 B (100 Gb/s x 12 us)
     reference_delay: float = 12e-6  # scaling_b = target / 12 us
-    csig: bool = False              # V1-V3: the CSIG variant (choice)
-    csig_scale: Scale = Scale()     # C2: what the buckets mean (the fabric's own scale)
+    csig: bool = False              # CMS-V1 to CMS-V3: the CSIG variant (choice)
+    csig_scale: Scale = Scale()     # CMS-C2: what the buckets mean (the fabric's own scale)
 
 
 class Nscc(CongestionControl):
@@ -128,7 +128,7 @@ class Nscc(CongestionControl):
         self._inflight = 0                  # last known bytes in flight
         self._rcvd_bytes: int | None = None  # last rcvd_bytes of an ACK_CC (B.8)
         self._saved_cwnd: float | None = None   # window before receiver penalties began
-        self._path_sig: int | None = None   # V1-V3: the tag of this ACK's path (on_signal)
+        self._path_sig: int | None = None   # CMS-V1 to CMS-V3: the tag of this ACK's path (on_signal)
 
     # -- the window ------------------------------------------------------------------------
     @property
@@ -179,18 +179,18 @@ class Nscc(CongestionControl):
         rtt, self._sample, self._ce = self._sample, None, False
         sig, self._path_sig = self._path_sig, None
         hop = starved = None
-        if sig is not None and not sig & 3:     # V3: d or r set
+        if sig is not None and not sig & 3:     # CMS-V3: d or r set
             t, s = sig >> 14, (sig >> 9) & 31
             if t == DELAY:
-                hop = self.params.csig_scale.value(t, s)    # V2
+                hop = self.params.csig_scale.value(t, s)    # CMS-V2
             elif t in (ABW, ABW_C):
-                starved = s <= CSIG_STARVED                  # V1
+                starved = s <= CSIG_STARVED                  # CMS-V1
         if rtt is None:
             delay = self.avg_delay  # E.6: no sample (Karn) -> the averaged delay stands in
         else:
             delay = max(0.0, rtt - self.base_rtt)           # E.6 delay = RTT - base RTT
         if hop is not None and hop > delay:
-            delay = hop                                     # V2: the path's own queue
+            delay = hop                                     # CMS-V2: the path's own queue
             self.counters["csig_delay"] += 1
         if rtt is not None:
             self._average(self.base_rtt / 4 if not ce and delay > self.target else delay)
@@ -210,7 +210,7 @@ class Nscc(CongestionControl):
                 self._fast, self._fi_count = False, 0
                 self._inc += self._fi * nbytes
                 self.counters["fair_increase"] += 1
-            elif starved:                   # V1: the path's bottleneck is full
+            elif starved:                   # CMS-V1: the path's bottleneck is full
                 self._fast, self._fi_count = False, 0
                 self.counters["csig_held"] += 1
             elif not self._fast_increase(nbytes, delay):    # E.1 not CE, delay < target
@@ -242,8 +242,8 @@ class Nscc(CongestionControl):
             self.cwnd = self._cwnd - nbytes     # E.6: no QuickAdapt -> shrink by the packet
 
     def on_signal(self, *, now: float, ev: int, bits: int) -> None:
-        """A reflected CSIG tag for ``ev`` (I16 of the PDS): the first one since the last ACK is
-        that ACK's own path (C4), the one ``on_ack`` uses (V1-V3); off without ``csig``."""
+        """A reflected CSIG tag for ``ev`` (PDS-I16 of the PDS): the first one since the last ACK is
+        that ACK's own path (CMS-C4), the one ``on_ack`` uses (CMS-V1 to CMS-V3); off without ``csig``."""
         if self.params.csig and self._path_sig is None:
             self._path_sig = bits
 

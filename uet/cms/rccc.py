@@ -1,4 +1,4 @@
-"""RCCC: receiver-credit congestion control (uet-facts.md E.2): the sender's credit accounting
+"""RCCC: receiver-credit congestion control (docs/facts.md E.2): the sender's credit accounting
 (:class:`Rccc`) and the receiver's credit scheduler (:class:`CreditScheduler`).
 
 E.2 gives the wire elements only: the sender states its demand in the CC request form (B.6
@@ -10,16 +10,16 @@ the project's; they say "choice:". Both classes are pure: bytes and seconds, eve
 
 The sender (one per PDC, :class:`Rccc`):
 
-  R1  Credit is the only gate: ``nbytes`` may go out only when ``nbytes <= credit``, new data and
+  CMS-R1  Credit is the only gate: ``nbytes`` may go out only when ``nbytes <= credit``, new data and
       retransmissions alike; there is no "one packet may always be in flight" rule (E.2: the
       receiver admits). choice: the sender starts with one MTU of credit (``initial_credit``), so
       its first request can carry its demand without a CREDIT_REQ round trip first.
-  R2  Every byte sent, new or resent, consumes credit (``used``). A send the gate did not allow
+  CMS-R2  Every byte sent, new or resent, consumes credit (``used``). A send the gate did not allow
       (a PDS bug) leaves the credit at 0 and is counted (``overdrawn``): credit is never negative.
-  R3  Demand (B.6, B.12 CREDIT_REQ): ``credit_target(backlog)`` is the backlog not yet covered by
+  CMS-R3  Demand (B.6, B.12 CREDIT_REQ): ``credit_target(backlog)`` is the backlog not yet covered by
       credit, ``max(0, backlog - credit)`` bytes; 0 when covered. The PDS converts it with
       :func:`to_units` for the wire.
-  R4  Grants (B.8 cc_type 1, B.12 CREDIT): the sender keeps ``asked``, the demand stated and not
+  CMS-R4  Grants (B.8 cc_type 1, B.12 CREDIT): the sender keeps ``asked``, the demand stated and not
       yet granted: a statement raises it to at least the stated amount (the largest stands;
       choice: rounded up to whole units, as the wire carried it), an accepted grant lowers it. A
       grant beyond ``asked`` is cut to it (``clamped``); a grant while ``asked`` is 0 (no demand
@@ -30,18 +30,18 @@ The sender (one per PDC, :class:`Rccc`):
 The receiver (one per receiving host or link, :class:`CreditScheduler`); the facts give no
 algorithm, so this is the project's (choice throughout):
 
-  S1  Fair share: ``bdp = rate x base_rtt`` bytes; each active sender (one with demand left) may
+  CMS-S1  Fair share: ``bdp = rate x base_rtt`` bytes; each active sender (one with demand left) may
       hold ``share`` bytes of outstanding credit (granted and not yet arrived): the receiver's
       link per RTT (``overcommit x bdp``) split evenly, rounded up to whole MTUs when
       ``whole_packets`` (the default for a PDS: a sender spends credit a full packet at a
       time, so 7.3 KB each for 8 senders would keep one 4 KB packet each in flight and leave
       the link 45% idle); the budget is then what the rounded shares add up to, at least
       ``overcommit x bdp``.
-  S2  Demand (``demand``): a statement (B.6 on a request, B.12 CREDIT_REQ) replaces the sender's
+  CMS-S2  Demand (``demand``): a statement (B.6 on a request, B.12 CREDIT_REQ) replaces the sender's
       remaining demand. A stale statement (sent before the sender saw a grant) may overstate it by
-      the grants still on their way; the sender's R4 clamp cuts what it did not need and S4
+      the grants still on their way; the sender's CMS-R4 clamp cuts what it did not need and CMS-S4
       returns that credit.
-  S3  Grant (``grant``, and ``waiting`` for everyone at once): top the sender's outstanding up to
+  CMS-S3  Grant (``grant``, and ``waiting`` for everyone at once): top the sender's outstanding up to
       its share, never beyond its remaining demand; the grant counts as outstanding and leaves the
       remaining demand. A sender whose demand is all granted stops counting as active although its
       last grant may still be in flight: the link is overcommitted by at most that one share.
@@ -54,14 +54,14 @@ algorithm, so this is the project's (choice throughout):
       credit outstanding at all senders together never exceeds the budget (``overcommit`` x
       BDP): when the number of senders changes, the shares change before the credit already
       granted under the old ones has come back.
-  S4  Lost data (a granted packet that never arrives) does not hold credit forever: outstanding
+  CMS-S4  Lost data (a granted packet that never arrives) does not hold credit forever: outstanding
       credit is kept in two buckets by age; arrivals match the oldest credit first; every
       ``expiry_rtts x base_rtt`` (E, default 4 base RTTs) the old bucket's remainder is returned
       (``expired_bytes``) and the young bucket becomes old. Credit unmatched for at least E is
       returned at the sender's first call (or ``waiting``) after about 2 E; credit younger than E
       never is. A sender stalled by its own windows for longer than E may therefore be granted
-      again; its R4 clamp bounds what it holds by its stated demand.
-  S5  ``arrived`` bytes beyond the outstanding credit (the sender's initial credit, R1, or a
+      again; its CMS-R4 clamp bounds what it holds by its stated demand.
+  CMS-S5  ``arrived`` bytes beyond the outstanding credit (the sender's initial credit, CMS-R1, or a
       sender overstepping) are counted (``uncredited``), never made negative outstanding.
       ``done`` (the PDC closed) forgets the sender; its share returns to the others.
 
@@ -79,9 +79,9 @@ from .base import CongestionControl
 
 CREDIT_UNIT = 64                 # choice (H.2: units not found): credit fields count 64-byte units
 CREDIT_MAX = (1 << 24) - 1       # B.6 credit_target, B.8 credit: 24-bit fields
-MAX_GRANT_MTUS = 2               # S3 choice: one grant is at most two MTUs
-EXPIRY_RTTS = 4.0                # choice (S4): unmatched credit is returned after 4 base RTTs
-OVERCOMMIT = 1.0                 # choice (S1): the senders' shares add up to one BDP
+MAX_GRANT_MTUS = 2               # CMS-S3 choice: one grant is at most two MTUs
+EXPIRY_RTTS = 4.0                # choice (CMS-S4): unmatched credit is returned after 4 base RTTs
+OVERCOMMIT = 1.0                 # choice (CMS-S1): the senders' shares add up to one BDP
 
 
 def to_units(nbytes: int) -> int:
@@ -97,12 +97,12 @@ def to_bytes(units: int) -> int:
 
 
 def _stated(nbytes: int) -> int:
-    """The demand as the wire carries it, back in bytes (R4)."""
+    """The demand as the wire carries it, back in bytes (CMS-R4)."""
     return to_bytes(to_units(nbytes))
 
 
 class Rccc(CongestionControl):
-    """The sender: it may send only within the credit the receiver granted (R1-R4)."""
+    """The sender: it may send only within the credit the receiver granted (CMS-R1 to CMS-R4)."""
 
     wants_credit = True     # E.2: the PDS uses the CC request forms (B.6) and CREDIT_REQ (B.12)
 
@@ -110,11 +110,11 @@ class Rccc(CongestionControl):
         if mtu <= 0:
             raise ValueError("mtu must be positive")
         self.mtu = int(mtu)
-        initial = self.mtu if initial_credit is None else int(initial_credit)   # R1: one MTU
+        initial = self.mtu if initial_credit is None else int(initial_credit)   # CMS-R1: one MTU
         if initial < 0:
             raise ValueError("initial_credit must not be negative")
-        self.credit = initial   # R1: bytes it may still send
-        self.asked = 0          # R4: demand stated and not yet granted, bytes (whole units)
+        self.credit = initial   # CMS-R1: bytes it may still send
+        self.asked = 0          # CMS-R4: demand stated and not yet granted, bytes (whole units)
         self.counters = dict.fromkeys((
             "granted", "offered", "used", "resent", "clamped", "clamped_bytes", "unasked",
             "unasked_bytes", "requests", "blocked", "overdrawn", "overdrawn_bytes"), 0)
@@ -126,14 +126,14 @@ class Rccc(CongestionControl):
         return self.credit
 
     def can_send(self, inflight_bytes: int, nbytes: int) -> bool:
-        """R1: ``nbytes <= credit``, whatever is in flight."""
+        """CMS-R1: ``nbytes <= credit``, whatever is in flight."""
         if nbytes <= self.credit:
             return True
         self.counters["blocked"] += 1
         return False
 
     def on_send(self, *, now: float, size: int, retx: bool) -> None:
-        """R2: every byte sent consumes credit; an overdraft stops at 0 and is counted."""
+        """CMS-R2: every byte sent consumes credit; an overdraft stops at 0 and is counted."""
         nbytes = max(0, int(size))
         c = self.counters
         c["used"] += nbytes
@@ -147,15 +147,15 @@ class Rccc(CongestionControl):
             self.credit -= nbytes
 
     def credit_target(self, backlog_bytes: int) -> int:
-        """R3: the demand to state, bytes: the backlog not yet covered by credit (0 if covered)."""
+        """CMS-R3: the demand to state, bytes: the backlog not yet covered by credit (0 if covered)."""
         demand = max(0, int(backlog_bytes) - self.credit)
         self.counters["requests"] += 1
         if demand:
-            self.asked = max(self.asked, _stated(demand))     # R4: the largest stands
+            self.asked = max(self.asked, _stated(demand))     # CMS-R4: the largest stands
         return demand
 
     def on_credit(self, *, now: float, size: int) -> None:
-        """R4: a grant (ACK_CC cc_type 1, B.8, or CONTROL CREDIT, B.12), bytes; clamped to the
+        """CMS-R4: a grant (ACK_CC cc_type 1, B.8, or CONTROL CREDIT, B.12), bytes; clamped to the
         demand stated and not yet granted, dropped when there is none."""
         nbytes = int(size)
         if nbytes <= 0:
@@ -184,9 +184,9 @@ class _Sender:
     __slots__ = ("remaining", "old", "young", "epoch")
 
     def __init__(self) -> None:
-        self.remaining = 0              # S2: demand not yet granted, bytes
-        self.old = 0                    # S4: outstanding credit granted before ``epoch``
-        self.young = 0                  # S4: outstanding credit granted since ``epoch``
+        self.remaining = 0              # CMS-S2: demand not yet granted, bytes
+        self.old = 0                    # CMS-S4: outstanding credit granted before ``epoch``
+        self.young = 0                  # CMS-S4: outstanding credit granted since ``epoch``
         self.epoch: float | None = None
 
     @property
@@ -195,7 +195,7 @@ class _Sender:
 
 
 class CreditScheduler:
-    """The receiver: a fair share of its link per RTT among the senders with demand (S1-S5)."""
+    """The receiver: a fair share of its link per RTT among the senders with demand (CMS-S1 to CMS-S5)."""
 
     def __init__(self, *, rate_gbps: float, base_rtt: float, mtu: int,
                  overcommit: float = OVERCOMMIT, expiry_rtts: float = EXPIRY_RTTS,
@@ -206,16 +206,16 @@ class CreditScheduler:
                              "must be positive")
         self.mtu = int(mtu)
         self.base_rtt = float(base_rtt)
-        self.bdp = round(rate_gbps * 1e9 * base_rtt / 8)    # S1: bytes per base RTT
+        self.bdp = round(rate_gbps * 1e9 * base_rtt / 8)    # CMS-S1: bytes per base RTT
         self.overcommit = float(overcommit)
-        self.expiry = float(expiry_rtts) * self.base_rtt     # S4: E, seconds
+        self.expiry = float(expiry_rtts) * self.base_rtt     # CMS-S4: E, seconds
         self.unit = int(unit)
         self.whole_packets = whole_packets
         self.max_grant = int(max_grant) if max_grant is not None else MAX_GRANT_MTUS * self.mtu
-        self._budget = int(self.overcommit * self.bdp)       # S1: what the shares add up to
+        self._budget = int(self.overcommit * self.bdp)       # CMS-S1: what the shares add up to
         self._senders: dict[Hashable, _Sender] = {}
-        self.total_outstanding = 0                           # S3: over all senders
-        self._active: dict[Hashable, _Sender] = {}           # senders with demand left (S1)
+        self.total_outstanding = 0                           # CMS-S3: over all senders
+        self._active: dict[Hashable, _Sender] = {}           # senders with demand left (CMS-S1)
         self.counters = dict.fromkeys((
             "demands", "grants", "granted", "arrived", "uncredited", "expiries",
             "expired_bytes", "done"), 0)
@@ -223,12 +223,12 @@ class CreditScheduler:
     # -- state --------------------------------------------------------------------------------
     @property
     def active(self) -> int:
-        """Senders with demand left (S1)."""
+        """Senders with demand left (CMS-S1)."""
         return len(self._active)
 
     @property
     def share(self) -> int:
-        """S1: the outstanding credit each active sender may hold now, bytes."""
+        """CMS-S1: the outstanding credit each active sender may hold now, bytes."""
         share = max(self.mtu, self._budget // max(1, len(self._active)))
         if self.whole_packets:
             share = -(-share // self.mtu) * self.mtu
@@ -236,29 +236,29 @@ class CreditScheduler:
 
     @property
     def budget(self) -> int:
-        """S1, S3: what all senders together may hold."""
+        """CMS-S1, CMS-S3: what all senders together may hold."""
         return max(self._budget, self.share * len(self._active))
 
     def outstanding(self, sender: Hashable) -> int:
-        """Credit granted to ``sender`` and not yet arrived (nor expired, S4), bytes."""
+        """Credit granted to ``sender`` and not yet arrived (nor expired, CMS-S4), bytes."""
         s = self._senders.get(sender)
         return 0 if s is None else s.outstanding
 
     def remaining(self, sender: Hashable) -> int:
-        """``sender``'s demand not yet granted (S2), bytes."""
+        """``sender``'s demand not yet granted (CMS-S2), bytes."""
         s = self._senders.get(sender)
         return 0 if s is None else s.remaining
 
     # -- calls --------------------------------------------------------------------------------
     def demand(self, sender: Hashable, now: float, nbytes: int) -> None:
-        """S2: ``sender`` stated (or restated) its remaining demand, bytes (B.6, B.12)."""
+        """CMS-S2: ``sender`` stated (or restated) its remaining demand, bytes (B.6, B.12)."""
         s = self._get(sender)
         self._age(s, now)
         self.counters["demands"] += 1
         self._set_remaining(sender, s, max(0, int(nbytes)))
 
     def arrived(self, sender: Hashable, now: float, nbytes: int) -> None:
-        """S4, S5: data bytes from ``sender`` arrived; they match its oldest credit first."""
+        """CMS-S4, CMS-S5: data bytes from ``sender`` arrived; they match its oldest credit first."""
         nbytes = max(0, int(nbytes))
         s = self._get(sender)
         self._age(s, now)
@@ -274,7 +274,7 @@ class CreditScheduler:
         self.counters["uncredited"] += nbytes
 
     def grant(self, sender: Hashable, now: float) -> int:
-        """S3: bytes to grant ``sender`` now (0 or more); they count as outstanding."""
+        """CMS-S3: bytes to grant ``sender`` now (0 or more); they count as outstanding."""
         s = self._senders.get(sender)
         if s is None:
             return 0
@@ -282,7 +282,7 @@ class CreditScheduler:
         return self._grant(sender, s)
 
     def waiting(self, now: float) -> list[tuple[Hashable, int]]:
-        """S3 for every active sender (O(active)): those that can get credit now, after others
+        """CMS-S3 for every active sender (O(active)): those that can get credit now, after others
         finished or shrank, with the amount, already granted (the PDS sends CONTROL CREDIT)."""
         out = []
         for sender, s in list(self._active.items()):
@@ -293,7 +293,7 @@ class CreditScheduler:
         return out
 
     def done(self, sender: Hashable) -> None:
-        """S5: ``sender``'s PDC closed: it is forgotten and its share returns to the others."""
+        """CMS-S5: ``sender``'s PDC closed: it is forgotten and its share returns to the others."""
         s = self._senders.pop(sender, None)
         if s is not None:
             self.total_outstanding -= s.outstanding
@@ -318,7 +318,7 @@ class CreditScheduler:
         g = min(self.share - s.outstanding, s.remaining, self.max_grant,
                 self.budget - self.total_outstanding)
         if g < s.remaining:
-            g -= g % self.unit          # S3: whole units, except the last piece of the demand
+            g -= g % self.unit          # CMS-S3: whole units, except the last piece of the demand
         if g <= 0:
             return 0
         s.young += g
@@ -329,7 +329,7 @@ class CreditScheduler:
         return g
 
     def _age(self, s: _Sender, now: float) -> None:
-        """S4: rotate the buckets once E has passed since the last rotation; return the old
+        """CMS-S4: rotate the buckets once E has passed since the last rotation; return the old
         bucket's remainder (and the young one's too after 2 E: all its grants are older than E,
         since every grant rotates first)."""
         if s.epoch is None:

@@ -2,7 +2,7 @@
 
   1. the FCT distribution per design (an empirical CDF of the flows' completion times);
   2. throughput over time per design: the bytes the switches delivered to hosts in each sampling
-     interval (uet.compare.rocefabric F5, uet.compare.uetrun U2), in Gb/s;
+     interval (uet.compare.rocefabric COMPARE-F5, uet.compare.uetrun COMPARE-U2), in Gb/s;
   3. a queue over time per design: the data queue of that design's busiest switch port.
 
 matplotlib is imported here only, when a plot is asked for (an optional extra: ``uet[plot]``), with

@@ -5,22 +5,22 @@ a lossless priority that PFC can pause, and DCQCN's RED-style marking.
 
 Rules (numbered; tests name them):
 
-  R1  two queues served strict-priority: control (CNPs, and ACKs and NAKs when they have a class
+  COMPARE-R1  two queues served strict-priority: control (CNPs, and ACKs and NAKs when they have a class
       of their own: DSCP 48, not ECN-capable) ahead of data (the lossless priority when PFC is
-      on; ACKs and NAKs in the QP's class, uet.compare.rocefabric F6, share it). Only the data
-      queue is ever paused (uet.roce.pfc P5) and only what is in it counts against PFC (P1).
-  R2  a data packet that does not fit ``buffer_bytes`` is dropped (no trimming: RoCE switches do
+      on; ACKs and NAKs in the QP's class, uet.compare.rocefabric COMPARE-F6, share it). Only the data
+      queue is ever paused (uet.roce.pfc ROCE-P5) and only what is in it counts against PFC (ROCE-P1).
+  COMPARE-R2  a data packet that does not fit ``buffer_bytes`` is dropped (no trimming: RoCE switches do
       not trim); with PFC on the driver gives the port a buffer that the XOFF thresholds never
-      let fill (P6), so a drop there would be a bug, and is counted like any other.
-  R3  ECN on dequeue, RED as DCQCN's switches configure it (G.7): an ECN-capable data packet
+      let fill (ROCE-P6), so a drop there would be a bug, and is counted like any other.
+  COMPARE-R3  ECN on dequeue, RED as DCQCN's switches configure it (G.7): an ECN-capable data packet
       leaving a queue of q bytes (itself included) is CE-marked with probability 0 below
       ``kmin``, rising linearly to ``pmax`` at ``kmax``, and 1 above ``kmax``
       (G.7's example set: Kmin 10 KB, Kmax 100 KB, Pmax 1%).
-  R4  store and forward: a packet holds the link for its frame length / rate and arrives
-      ``delay`` later (as uet.net.switch S4); a degraded link has a fraction of the rate.
-  R5  ECMP (the ``roce`` design): the up port is a hash of the 5-tuple bytes (IPv4 addresses, UDP
-      ports) salted per switch: a QP's fixed source port (uet.roce.qp Q3) pins it to one path.
-  R6  adaptive routing (the ``adaptive`` design, a generic model: no vendor's algorithm is
+  COMPARE-R4  store and forward: a packet holds the link for its frame length / rate and arrives
+      ``delay`` later (as uet.net.switch NET-S4); a degraded link has a fraction of the rate.
+  COMPARE-R5  ECMP (the ``roce`` design): the up port is a hash of the 5-tuple bytes (IPv4 addresses, UDP
+      ports) salted per switch: a QP's fixed source port (uet.roce.qp ROCE-Q3) pins it to one path.
+  COMPARE-R6  adaptive routing (the ``adaptive`` design, a generic model: no vendor's algorithm is
       public): per packet, the up port with the fewest bytes queued for the data class, a
       paused port counting as full; ties go to a seeded random draw.
 """
@@ -54,7 +54,7 @@ class Pkt:
 
 
 class CPort:
-    """One output port (R1-R4). ``peer`` is the node it delivers to; ``peer_ingress`` is the
+    """One output port (COMPARE-R1 to COMPARE-R4). ``peer`` is the node it delivers to; ``peer_ingress`` is the
     PfcIngress of the peer switch for this link (None: the peer is a host, or PFC is off)."""
 
     __slots__ = ("name", "peer", "Bps", "delay", "cap", "kmin", "kmax", "pmax", "rng", "data",
@@ -88,7 +88,7 @@ class CPort:
         return self.Bps * 8
 
     def enqueue(self, pkt: Pkt) -> bool:
-        """R1, R2: False when dropped."""
+        """COMPARE-R1, COMPARE-R2: False when dropped."""
         if pkt.control:
             self.prio.append(pkt)
             return True
@@ -102,7 +102,7 @@ class CPort:
         return True
 
     def start(self, now: float) -> tuple[Pkt, float] | None:
-        """R1, R3, R4: the next packet and when the link is done with it; None when there is
+        """COMPARE-R1, COMPARE-R3, COMPARE-R4: the next packet and when the link is done with it; None when there is
         nothing to send or only paused data (the caller wakes the port at ``gate.until``)."""
         if self.prio:
             pkt = self.prio.popleft()
@@ -121,12 +121,12 @@ class CPort:
 
 
 def ecmp_port(up: list[CPort], key: int, salt: int) -> CPort:
-    """R5: the ECMP of every switch (uet.net.ecmp M2)."""
+    """COMPARE-R5: the ECMP of every switch (uet.net.ecmp NET-M2)."""
     return pick(up, key, salt)
 
 
 def adaptive_port(up: list[CPort], now: float, rng: random.Random) -> CPort:
-    """R6: the up port with the shortest data queue (a paused one counts as full)."""
+    """COMPARE-R6: the up port with the shortest data queue (a paused one counts as full)."""
     best: list[CPort] = []
     low = None
     for p in up:

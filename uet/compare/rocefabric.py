@@ -6,32 +6,32 @@ from uet.roce.qp (the ICRC verified at the receiver). PFC frames (uet.roce.pfc.p
 802.1Qbb MAC control frames from the pausing switch's MAC) are timed as 64-byte frames on the
 reverse link and written to ``--pcap`` when they are sent, which ``uet decode`` shows as ``pfc``.
 
-Rules (numbered, besides those of uet.roce.qp Q1-Q9, uet.roce.dcqcn D1-D4, uet.roce.pfc P1-P6
-and uet.compare.ports R1-R6):
+Rules (numbered, besides those of uet.roce.qp ROCE-Q1 to ROCE-Q9, uet.roce.dcqcn ROCE-D1 to ROCE-D4, uet.roce.pfc ROCE-P1 to ROCE-P6
+and uet.compare.ports COMPARE-R1 to COMPARE-R6):
 
-  F1  one QP pair per flow, started at the flow's start time; the sending NIC holds at most one
+  COMPARE-F1  one QP pair per flow, started at the flow's start time; the sending NIC holds at most one
       data packet in its queue and picks the next among its QPs round-robin, each QP when its
-      DCQCN pacing allows (Q9); what is in the control class goes ahead (R1, F6).
-  F2  the link rate, delay, buffer (one BDP of the longest unloaded RTT, as the UET design's:
+      DCQCN pacing allows (ROCE-Q9); what is in the control class goes ahead (COMPARE-R1, COMPARE-F6).
+  COMPARE-F2  the link rate, delay, buffer (one BDP of the longest unloaded RTT, as the UET design's:
       uet.sim.fabric) and degraded links are the UET design's. With PFC on, the data buffer of
-      a switch port is unbounded (a shared buffer that the XOFF thresholds keep from filling, P6).
-  F3  PFC: every switch ingress counts what it holds (P1) and pauses the port upstream of it -
+      a switch port is unbounded (a shared buffer that the XOFF thresholds keep from filling, ROCE-P6).
+  COMPARE-F3  PFC: every switch ingress counts what it holds (ROCE-P1) and pauses the port upstream of it -
       a switch port or a host's NIC - one link delay after its threshold crossing (P2-P4).
       A flow is "paused" when one of its data packets waits in a paused queue or its NIC is
       paused while it has data to send; that is counted per flow.
-  F4  the run ends when every flow's message is acknowledged, at the time bound, or when no frame
+  COMPARE-F4  the run ends when every flow's message is acknowledged, at the time bound, or when no frame
       reached a host for ``stall_s`` while flows were open (a PFC deadlock or a flow that
       cannot finish): then the result says so, with the time it stopped.
-  F5  the series: every ``bin_s``, the bytes that left the switches towards hosts (the same
+  COMPARE-F5  the series: every ``bin_s``, the bytes that left the switches towards hosts (the same
       definition as the UET design's series) and each switch port's data queue.
-  F6  classes: ``op`` ("write" or "send", uet.roce.qp Q1) is every QP's operation. CNPs travel in
+  COMPARE-F6  classes: ``op`` ("write" or "send", uet.roce.qp ROCE-Q1) is every QP's operation. CNPs travel in
       their own high class (DSCP 48), never paused: NVIDIA's NICs send them on ``cnp_dscp`` 48 /
       ``cnp_802p_prio`` 6 by default (their DCQCN settings), so that a CNP is not stuck behind
       the congestion it reports.
       ACKs and NAKs (``ack_class``): "same" (the default) sends them in the QP's own class, the
       lossless one: a responder builds them from its QP's address vector, whose traffic class is
       the QP's (Linux rxe: prepare_ack_packet uses qp->pri_av; no NIC we know has a separate ACK
-      class knob, only the CNP one), so they count against PFC (P1) and can be paused (P5);
+      class knob, only the CNP one), so they count against PFC (ROCE-P1) and can be paused (ROCE-P5);
       "high" puts them in the CNP's class, as a fabric that classifies them apart would.
 """
 
@@ -55,7 +55,7 @@ from ..sim.metrics import fct_summary
 from ..sim.traffic import Flow
 from .ports import CPort, Pkt, adaptive_port, ecmp_port
 
-ACK_CLASSES = ("same", "high")  # F6
+ACK_CLASSES = ("same", "high")  # COMPARE-F6
 
 
 class _Host:
@@ -102,7 +102,7 @@ class RoceFabric:
         if op not in OPCODES or ack_class not in ACK_CLASSES:
             raise ValueError(f"op {op!r} (write, send), ack class {ack_class!r} (same, high)")
         self.op = op
-        self.ack_dscp = DATA_DSCP if ack_class == "same" else CNP_DSCP  # F6
+        self.ack_dscp = DATA_DSCP if ack_class == "same" else CNP_DSCP  # COMPARE-F6
         self.acks_paused = 0
         self.design, self.pfc, self.seed = design, pfc, seed
         self.topo: Topology = build(*parse_topology(topology))
@@ -114,7 +114,7 @@ class RoceFabric:
         self.limit, self.bin_s, self.stall_s = time_limit_s, bin_s, stall_s
         self.dcqcn = dcqcn or DcqcnParams()
         self.pfc_params = pfc_params or PfcParams()
-        self.kmin, self.kmax, self.pmax = ecn  # R3, G.7's example set
+        self.kmin, self.kmax, self.pmax = ecn  # COMPARE-R3, G.7's example set
         self.ack_every = ack_every
         self.timeout_s = timeout_for(timeout_exp)
         self.rng = random.Random(seed ^ 0x50CE)
@@ -143,7 +143,7 @@ class RoceFabric:
         for a, b, f in degrade:
             frac[(a, b)] = frac[(b, a)] = f
         self.switches = {n: _Switch(n, s) for n, s in switch_salts(self.seed, topo.switches).items()}
-        cap = self.buffer if not self.pfc else 1 << 40  # F2
+        cap = self.buffer if not self.pfc else 1 << 40  # COMPARE-F2
         hr = headroom_bytes(self.rate, self.delay, self.mtu + 100)
         self.headroom = hr
 
@@ -187,7 +187,7 @@ class RoceFabric:
         r = port.start(now)
         if r is None:
             if port.data and port.gate.until > now and port.wake != port.gate.until:
-                port.wake = port.gate.until  # P5: wake when the pause runs out
+                port.wake = port.gate.until  # ROCE-P5: wake when the pause runs out
                 self._push(port.gate.until, self._port_wake, port)
             return
         pkt, done = r
@@ -203,12 +203,12 @@ class RoceFabric:
         self._push(done, self._port_free, port)
 
     def _port_free(self, now: float, port: CPort, _: Any) -> None:
-        """The link finished its packet (R4)."""
+        """The link finished its packet (COMPARE-R4)."""
         port.busy = False
         self._transmit(port, now)
 
     def _port_wake(self, now: float, port: CPort, _: Any) -> None:
-        """A pause ran out (P5); the port may be busy again by then (an XON came first)."""
+        """A pause ran out (ROCE-P5); the port may be busy again by then (an XON came first)."""
         if port.wake <= now:
             port.wake = INF
         self._transmit(port, now)
@@ -237,7 +237,7 @@ class RoceFabric:
             self._mark_paused(pkt.flow)
         self._transmit(out, now)
 
-    # --- PFC (F3) -------------------------------------------------------------------------------
+    # --- PFC (COMPARE-F3) -------------------------------------------------------------------------------
     def _send_pause(self, ing: PfcIngress, quanta: int, now: float) -> None:
         port = self._upstream[id(ing)]
         if self.pcap is not None:
@@ -269,7 +269,7 @@ class RoceFabric:
     def _mark_paused(self, flow: int) -> None:
         if flow >= 0:
             self.flow_paused[flow] += 1
-        else:  # F6: an ACK or NAK in the lossless class waits in a paused queue
+        else:  # COMPARE-F6: an ACK or NAK in the lossless class waits in a paused queue
             self.acks_paused += 1
 
     # --- hosts ----------------------------------------------------------------------------------
@@ -281,10 +281,10 @@ class RoceFabric:
             self.pcap.write(now, frame)
         host.nic.enqueue(pkt)  # type: ignore[union-attr]
         if flow < 0 and not control and host.nic.gate.paused(now):  # type: ignore[union-attr]
-            self._mark_paused(flow)  # F6: an ACK queued behind a paused NIC
+            self._mark_paused(flow)  # COMPARE-F6: an ACK queued behind a paused NIC
 
     def _pull(self, host: _Host, now: float) -> None:
-        """F1: one data packet into the NIC, from the next QP that may send."""
+        """COMPARE-F1: one data packet into the NIC, from the next QP that may send."""
         nic = host.nic
         if nic.data or nic.gate.paused(now):  # type: ignore[union-attr]
             return
@@ -361,7 +361,7 @@ class RoceFabric:
         self.last_start = now
         src, dst = self.hosts[f.src], self.hosts[f.dst]
         qpn, peer_qpn = 0x100 + 2 * i, 0x101 + 2 * i
-        sport = 49152 + self.rng.randrange(16384)  # Q3: one source port per QP, seeded
+        sport = 49152 + self.rng.randrange(16384)  # ROCE-Q3: one source port per QP, seeded
         psn0 = self.rng.randrange(1 << 24)
         off = (i * 4099) % self._spread
         qp = QpSender(qpn=qpn, dest_qpn=peer_qpn, src=src.addr, dst=dst.addr, sport=sport,
@@ -378,14 +378,14 @@ class RoceFabric:
         self._transmit(src.nic, now)  # type: ignore[arg-type]
 
     def _sample(self, now: float, *_: Any) -> None:
-        """F5, and F4's stall check."""
+        """COMPARE-F5, and COMPARE-F4's stall check."""
         self.series_t.append(now)
         self.series_bytes.append(sum(p.tx_bytes for p in self.ports if p.to_host))
         for p in self.ports:
             self.series_q[p.name].append(p.qbytes)
         if self.open > 0:
             self._push(now + self.bin_s, self._sample, None)
-            # F4: nothing reached a host for stall_s since the last arrival or flow start
+            # COMPARE-F4: nothing reached a host for stall_s since the last arrival or flow start
             if now - max(self.last_arrival, self.last_start) > self.stall_s:
                 self.stalled = True
 
@@ -426,7 +426,7 @@ class RoceFabric:
         receivers = [rx for h in self.hosts for rx in h.receivers.values()]
         allports = self.ports + [h.nic for h in self.hosts]
         ingress = [i for sw in self.switches.values() for i in sw.ingress]
-        # P5 per switch: the PFC frames it sent and the time its own ports spent paused; the
+        # ROCE-P5 per switch: the PFC frames it sent and the time its own ports spent paused; the
         # hosts' NICs under "hosts"
         per_switch = {n: {"pause_frames": sum(i.frames for i in sw.ingress),
                           "xon_frames": sum(i.xon_frames for i in sw.ingress),

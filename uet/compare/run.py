@@ -3,20 +3,20 @@ results into rows of the same figures (the table, the JSON ``designs`` map, the 
 
 Rules (numbered):
 
-  C1  every design gets the same topology, flows, degraded links, link rate and delay, MTU, buffer
+  COMPARE-C1  every design gets the same topology, flows, degraded links, link rate and delay, MTU, buffer
       per port (the UET design's, uet.compare.uetrun.uet_buffer), seed and simulated-time bound.
-  C2  a row: ``status`` ("ok", or why the run stopped: "stalled", "time-limit", "failed") and
+  COMPARE-C2  a row: ``status`` ("ok", or why the run stopped: "stalled", "time-limit", "failed") and
       ``stopped_at_s``; ``throughput_gbps`` = the bytes of the completed flows x 8 / (the last
       completion - the first start); ``last_fct_s``, ``avg_fct_s``, ``max_over_avg_fct`` and
       ``jain_fct`` from uet.sim.metrics over the completed flows; ``completed`` of ``flows``;
       ``drops``, ``trims``, ``retx_bytes``, ``pause_frames`` (XOFF frames, refreshes included),
       ``xon_frames``, ``paused_time_s`` (summed over every paused port), ``max_queue_bytes`` (the
       largest data queue of any switch port), ``ecn_marked``.
-  C3  structural facts beside the figures: ``shared_uplinks`` (RoCE designs: switch up ports that
+  COMPARE-C3  structural facts beside the figures: ``shared_uplinks`` (RoCE designs: switch up ports that
       carried data of two or more flows), ``acks_paused`` (RoCE designs: how often an ACK or NAK
-      waited in a paused queue, uet.compare.rocefabric F6) and, for pfc-victim, ``victim_paused``
-      (the victim's pause count, uet.compare.rocefabric F3; 0 for UET, which has no PFC).
-  C4  a design that did not finish is a row like the others (its status says so): a result,
+      waited in a paused queue, uet.compare.rocefabric COMPARE-F6) and, for pfc-victim, ``victim_paused``
+      (the victim's pause count, uet.compare.rocefabric COMPARE-F3; 0 for UET, which has no PFC).
+  COMPARE-C4  a design that did not finish is a row like the others (its status says so): a result,
       not an error.
 """
 
@@ -44,8 +44,8 @@ class Options:
     mtu: int = 4096
     time_limit_s: float = 0.05
     csig: str | None = None
-    roce_op: str = "write"        # uet.roce.qp Q1: every QP's operation, write or send
-    ack_class: str = "same"       # uet.compare.rocefabric F6: ACK/NAK class, same or high
+    roce_op: str = "write"        # uet.roce.qp ROCE-Q1: every QP's operation, write or send
+    ack_class: str = "same"       # uet.compare.rocefabric COMPARE-F6: ACK/NAK class, same or high
 
 
 def bin_for(sc: Scenario, opts: Options) -> float:
@@ -61,7 +61,7 @@ def bin_for(sc: Scenario, opts: Options) -> float:
 
 def run_design(design: str, sc: Scenario, opts: Options, pcap: IO[bytes] | None = None,
                ) -> dict[str, Any]:
-    """One design's raw result (C1)."""
+    """One design's raw result (COMPARE-C1)."""
     bin_s = bin_for(sc, opts)
     if design == "uet":
         return run_uet(sc, seed=opts.seed, rate_gbps=opts.rate_gbps,
@@ -80,7 +80,7 @@ def run_design(design: str, sc: Scenario, opts: Options, pcap: IO[bytes] | None 
 
 
 def row(sc: Scenario, r: dict[str, Any]) -> dict[str, Any]:
-    """C2, C3: the figures of one raw result."""
+    """COMPARE-C2, COMPARE-C3: the figures of one raw result."""
     s = fct_summary(r["fct"], ideal_fct_s=0.0)
     done = [(f, fct) for f, fct in r["fct"] if fct is not None]
     if done:
@@ -172,7 +172,7 @@ def table(rows: dict[str, Any]) -> str:
 
 
 def notes(sc: Scenario, rows: dict[str, Any]) -> str:
-    """C3's structural facts as lines under the table: the victim's FCT and pauses (pfc-victim),
+    """COMPARE-C3's structural facts as lines under the table: the victim's FCT and pauses (pfc-victim),
     the uplinks shared by two or more flows under ECMP."""
     out = []
     if sc.victim is not None:
@@ -185,6 +185,6 @@ def notes(sc: Scenario, rows: dict[str, Any]) -> str:
             out.append(f"{d}: {len(r['shared_uplinks'])} switch uplink(s) carried 2+ flows "
                        "(ECMP collisions)")
     waits = [f"{d} {r['acks_paused']}x" for d, r in rows.items() if r.get("acks_paused")]
-    if waits:  # uet.compare.rocefabric F6
+    if waits:  # uet.compare.rocefabric COMPARE-F6
         out.append("ACKs/NAKs in the QP's class waited in a paused queue: " + "; ".join(waits))
     return "\n".join(out)

@@ -4,14 +4,14 @@ and seed, observed through its public view (``sample_every``, ``port_view``) for
 
 Rules (numbered):
 
-  U1  the flows reach the simulator as an htsim connection matrix (uet.sim.traffic.write_matrix,
+  COMPARE-U1  the flows reach the simulator as an htsim connection matrix (uet.sim.traffic.write_matrix,
       a temporary file; a ``matrix`` scenario's own file as it is): the format the simulator
       already reads, so the UET side needs no new entry point.
-  U2  the sampler (the RoCE fabric's F5): every ``bin_s``, the bytes the switch ports sent to
+  COMPARE-U2  the sampler (the RoCE fabric's COMPARE-F5): every ``bin_s``, the bytes the switch ports sent to
       hosts and each switch port's data queue, through FabricSimulator.sample_every (an event of
       the simulator's own heap, so it sees the queues at exact virtual times), and once more at
       the end of the run.
-  U3  the UET rows: trims, drops, ECN marks from the switch ports; retransmitted bytes =
+  COMPARE-U3  the UET rows: trims, drops, ECN marks from the switch ports; retransmitted bytes =
       retransmitted packets x MTU (the PDS counts packets: an upper bound, a tail packet is
       shorter); pause frames and paused time 0 (UET runs without PFC: trimming and selective
       recovery replace the lossless class); max queue over every switch port.
@@ -30,7 +30,7 @@ from .scenarios import Scenario
 
 
 class Series:
-    """U2: the samples of one run (``t``, ``bytes`` to hosts, ``queues`` by switch port)."""
+    """COMPARE-U2: the samples of one run (``t``, ``bytes`` to hosts, ``queues`` by switch port)."""
 
     def __init__(self) -> None:
         self.t: list[float] = []
@@ -56,7 +56,7 @@ def run_uet(sc: Scenario, *, seed: int, rate_gbps: float, link_delay_us: float, 
     """One run of the UET design; the result has the keys of uet.compare.rocefabric's."""
     tmp = None
     path = sc.matrix
-    if path is None:  # U1
+    if path is None:  # COMPARE-U1
         fd, tmp = tempfile.mkstemp(prefix="uet-compare-", suffix=".cm")
         os.close(fd)
         write_matrix(tmp, sc.hosts, sc.flows)
@@ -90,7 +90,7 @@ def run_uet(sc: Scenario, *, seed: int, rate_gbps: float, link_delay_us: float, 
         "fct": list(zip(sim.flows, sim.fct)),
         "drops": summary["dropped"],
         "trims": summary["trimmed"],
-        "retx_bytes": summary["retransmissions"] * mtu,  # U3
+        "retx_bytes": summary["retransmissions"] * mtu,  # COMPARE-U3
         "pause_frames": 0, "xon_frames": 0, "paused_time_s": 0.0,
         "max_queue_bytes": busiest.max_qbytes if busiest else 0,
         "max_queue_port": busiest.name if busiest else None,
@@ -105,7 +105,7 @@ def run_uet(sc: Scenario, *, seed: int, rate_gbps: float, link_delay_us: float, 
 
 def uet_buffer(sc: Scenario, *, rate_gbps: float, link_delay_us: float, mtu: int) -> int:
     """The per-port buffer the UET design gets (uet.sim.fabric: one BDP of the longest unloaded
-    RTT, at least two full frames), so the RoCE designs get the same (F2)."""
+    RTT, at least two full frames), so the RoCE designs get the same (COMPARE-F2)."""
     from ..net.topology import build, parse_topology
     from ..sim.fabric import data_frame_bytes, unloaded_rtt
 

@@ -1,7 +1,7 @@
 """The conformance suite: ``uet conformance HOST:PORT`` tests another UET-over-UDP implementation.
 
 An independent peer drives the target with crafted packets and checks its answers against
-uet-facts.md, one check per rule, each named after what it tests and tagged with its facts row,
+docs/facts.md, one check per rule, each named after what it tests and tagged with its facts row,
 its level (must, should) and its profile (pds, ses).
 
 Independence: the suite never uses the project's protocol core (``uet.pds``, ``uet.ses``,

@@ -1,7 +1,7 @@
 """The checks' frame: what a check is, what it returns, the context it runs in, and the runner.
 
 What this module owns
-  * :class:`Check` - one rule of uet-facts.md as a test: ``name``, ``facts`` (the row, e.g.
+  * :class:`Check` - one rule of docs/facts.md as a test: ``name``, ``facts`` (the row, e.g.
     "C.4"), ``level`` ("must" or "should"), ``profile`` ("pds" or "ses") and the function that
     drives the target. The function returns a one-sentence detail on a pass and raises
     :class:`Fail` or :class:`Skip` (with the sentence) otherwise.

@@ -2,7 +2,7 @@
 
 The suite is an independent peer (:mod:`uet.conformance`): it crafts packets from the header
 declarations, sends them from plain UDP sockets on this host, and judges the target's answers
-against uet-facts.md, one check per rule. The readable report goes to stderr as the checks run;
+against docs/facts.md, one check per rule. The readable report goes to stderr as the checks run;
 ``--json`` prints exactly one JSON object on stdout (``target``, ``ok``, ``target_answered``,
 ``checks``: name, facts, level, profile, result pass|fail|skip, detail; ``summary``);
 ``--junit FILE`` writes JUnit XML, one testcase per check. Every answer that reaches a check
@@ -19,9 +19,9 @@ suite's sockets set DF, and a datagram that does not fit stops the run with one 
 an answer that carries the small response with data (next_hdr 6), which a peer such as the
 reference provider drops (A.1); ``auto`` (the default) accepts it.
 
-What the target must offer: UET over UDP (CRC-32C trailer, design.md "Defaults") on HOST:PORT,
+What the target must offer: UET over UDP (CRC-32C trailer, docs/design-notes.md "Defaults") on HOST:PORT,
 where PORT is the UET port, answering each request to its source address at that same UET port,
-from the request's EV (uet-facts A.1, H.1 #19; ``answers_to_uet_port`` checks it). The suite
+from the request's EV (facts A.1, H.1 #19; ``answers_to_uet_port`` checks it). The suite
 receives every answer on one socket at (its own address, the UET port) and sorts them by PDCID:
 ``--bind ADDR`` names the address, by default the first free loopback address (127.0.0.2,
 127.0.0.3, ...) when the target is on this host, else the route's source address. Profile pds: RUD PDCs opened by SYN
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     profiles = [p for p in PROFILES if any(c.profile == p for c in checks)]
     try:
         inbox = ctx.open()  # A.1: every answer comes to the suite's own address, the UET port
-    except (LocalAddressError, RawDenied) as exc:  # O2 of uet.ownaddr, R4 of uet.rawip
+    except (LocalAddressError, RawDenied) as exc:  # OWNADDR-O2 of uet.ownaddr, RAWIP-R4 of uet.rawip
         print(f"{prog}: {exc}", file=err, flush=True)
         if junit is not None:
             junit.close()
@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add ``conformance`` to the ``uet`` command's subparsers."""
     p = subparsers.add_parser("conformance", help="test another UET implementation with crafted "
-                                                  "packets, one check per uet-facts rule",
+                                                  "packets, one check per facts rule",
                               description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)

@@ -9,7 +9,7 @@ What this module owns
     reads on until the check's window has settled and fails a check whose peers saw a
     contradiction (:func:`uet.conformance.checks.run_one`), whatever the check concluded.
 
-What counts (uet-facts C.2, C.5)
+What counts (facts C.2, C.5)
   * ACKed: the ACK_PSN of an ACK (not a probe's, B.7), or a PSN this peer sent up to the ACK's
     CACK_PSN (serial arithmetic, C.2: every PSN up to CACK was received). PSNs the peer never
     sent are not judged by CACK, so that a target's view of older PSNs cannot clash.

@@ -1,5 +1,5 @@
 """The PDS checks (profile "pds"): one function per rule, each named after what it tests and
-tagged with its uet-facts.md row. Every check opens its own PDC (a fresh SPDCID, a random start
+tagged with its docs/facts.md row. Every check opens its own PDC (a fresh SPDCID, a random start
 PSN, a fresh UDP source port) so that checks do not interfere.
 
 How a rule is seen from outside (the choices this module makes)

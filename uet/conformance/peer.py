@@ -2,8 +2,8 @@
 
 What this module owns
   * building the packets a check sends, from the header declarations (:func:`uet.wire.build.uet_bytes`)
-    with the CRC-32C trailer of the 5-tuple (:func:`uet.wire.trailer.seal_udp`, uet-facts A.3 and
-    design.md "Defaults"); nothing here uses the project's PDS/SES core (``uet.pds``, ``uet.host``):
+    with the CRC-32C trailer of the 5-tuple (:func:`uet.wire.trailer.seal_udp`, facts A.3 and
+    docs/design-notes.md "Defaults"); nothing here uses the project's PDS/SES core (``uet.pds``, ``uet.host``):
     the target is seen through the wire only;
   * sending with a chosen DSCP/ECN (an ``IP_TOS`` / ``IPV6_TCLASS`` control message per datagram);
   * keeping, per PSN, what was sent and what the target answered (:mod:`.ledger`), so that an
@@ -14,7 +14,7 @@ What this module owns
     datagram whose trailer does not verify (``bad_crc``) or one that does not decode (``garbage``).
     Datagrams from other addresses are counted as ``foreign`` and otherwise ignored.
 
-Ports (uet-facts A.1, H.1 #19): every UET datagram goes to the UET port, and an answer copies its
+Ports (facts A.1, H.1 #19): every UET datagram goes to the UET port, and an answer copies its
 request's EV into its source port. The suite receives every answer on one socket at (its own
 address, the UET port: ``--bind``, or the first free loopback address when the target is on this
 host, uet.ownaddr), the :class:`Inbox`, which sorts them by PDCID to the check's :class:`Peer`. A
@@ -146,7 +146,7 @@ def local_address_for(host: str) -> str:
 
 def _udp_socket(v6: bool, addr: str, port: int) -> socket.socket:
     """A blocking UDP socket on (``addr``, ``port``) that reports each datagram's TOS, takes the
-    zero UDP checksum UET sends (design.md "Defaults") and sets DF (A.1)."""
+    zero UDP checksum UET sends (docs/design-notes.md "Defaults") and sets DF (A.1)."""
     s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
     try:
         s.bind((addr, port))
@@ -195,7 +195,7 @@ class Inbox:
                                          local=local, peer=self.target[0], option="--bind",
                                          who="the conformance suite")
         # --encap ip (A.1 "Native IP"): requests leave in IP protocol ``ip_proto`` and answers
-        # come to this raw socket, bound to our address (uet.rawip R1), as well as over UDP
+        # come to this raw socket, bound to our address (uet.rawip RAWIP-R1), as well as over UDP
         self.raw: socket.socket | None = None
         if encap == "ip":
             try:
@@ -231,7 +231,7 @@ class Inbox:
 
     def _read_raw(self) -> tuple[bytes, int, tuple[str, int]] | None:
         """One native-IP datagram from the target as the UDP form reads it (uet.wire.ipencap
-        I2: the EV as its source port), or None; others are dropped."""
+        WIRE-I2: the EV as its source port), or None; others are dropped."""
         while self.raw is not None and (got := recv_raw(self.raw, local=self.local)) is not None:
             src, dst, tos, payload = got
             dg = from_ip_payload(payload, src, dst, self.port) if dst == self.local else None

@@ -63,7 +63,7 @@ def junit_tree(run: Run) -> ET.ElementTree:
         case = ET.SubElement(suite, "testcase", {
             "classname": f"uet.conformance.{r.profile}", "name": r.name,
             "time": f"{r.seconds:.3f}"})
-        label = f"[{r.level}, uet-facts {r.facts}] {r.detail}"
+        label = f"[{r.level}, facts {r.facts}] {r.detail}"
         if r.result == "fail":
             f = ET.SubElement(case, "failure", {"type": r.level, "message": label})
             f.text = label

@@ -1,5 +1,5 @@
 """``uet demo``: one live transfer through the loopback fabric, sender and receiver in one command
-(design.md "Contracts", "Test beds" 2).
+(docs/design-notes.md "Contracts", "Test beds" 2).
 
 >>> from uet.demo import DemoConfig, run_demo   # doctest: +SKIP
 >>> trio.run(run_demo, DemoConfig(bytes=1 << 20, loss=0, trim=0))["ok"]   # doctest: +SKIP

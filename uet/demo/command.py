@@ -1,9 +1,9 @@
-"""``uet demo``: sender, live fabric and receiver on loopback in one command (design.md "Contracts").
+"""``uet demo``: sender, live fabric and receiver on loopback in one command (docs/design-notes.md "Contracts").
 
 One process, one trio run: a receiver endpoint bound on 127.0.0.1:<free port> (``--host``), the
 live fabric (:mod:`uet.fabric`) in front of it, and a sender endpoint (:mod:`uet.io`) that sends to
 the fabric; ``--no-fabric`` sends straight to the receiver over the sender's entropy ports. Every
-datagram goes to that one UET port and each endpoint receives on its own address (uet-facts A.1):
+datagram goes to that one UET port and each endpoint receives on its own address (facts A.1):
 the fabric and the sender take the first free loopback addresses (127.0.0.2, 127.0.0.3, ...;
 over IPv6 ::2 and ::3, which must be added: ``ip -6 addr add ::2/128 dev lo``), and the summary
 prints them (``addresses``). It takes
@@ -23,7 +23,7 @@ and RCCC are built for, and what the summary adds (per path queue figures and CS
 sender's window over the run, ``cc``, ``spray``, ``csig``). ``tools/bench_csig_live.py`` runs the
 slow-path experiment.
 
-``--mtu N`` is the payload per packet of both endpoints and the fabric's paths (uet-facts A.1;
+``--mtu N`` is the payload per packet of both endpoints and the fabric's paths (facts A.1;
 default the largest of 1024, 2048, 4096 and 8192 that fits the route to ``--host``: 8192 on
 loopback); a datagram that does not fit exits 2 with one line. ``--ses-header standard`` makes
 both endpoints use standard SES headers only, as the reference provider requires.
@@ -56,14 +56,14 @@ from .options import add_arguments, resolve
 def config_from_args(args: argparse.Namespace) -> Any:
     """A :class:`uet.demo.run.DemoConfig` from the parsed options (through ``uet sim``'s own
     mapping of its options, :func:`uet.sim.command.config_from_args`). With ``--tss`` the key
-    is ``--sd-key``'s or made from the seed and written beside the capture (O3 of
+    is ``--sd-key``'s or made from the seed and written beside the capture (TSS-O3 of
     uet.tss.options)."""
     from ..sim.command import config_from_args as sim_config
     from ..tss.options import own_security_pair
     from .run import DemoConfig
 
     if args.encap == "ip":
-        args.tss_aad = "entropy"  # F: the native-IP AAD (uet.io.native_ip N1)
+        args.tss_aad = "entropy"  # F: the native-IP AAD (uet.io.native_ip IO-N1)
     client, server = own_security_pair(args, seed=args.seed, capture=args.capture)
     if client is not None and args.fabric:
         client, server = through_relay(client), through_relay(server)
@@ -81,7 +81,7 @@ RELAY_SSI = 1  # the SSI both ends of a protected demo through the relay send (F
 
 def through_relay(security: Any) -> Any:
     """TSS through the relay: it rewrites the addresses (each endpoint receives on its own at the
-    UET port, uet-facts A.1, so the relay stands between two), which F puts into the IV and the
+    UET port, facts A.1, so the relay stands between two), which F puts into the IV and the
     KDF unless an SSI is sent, and which the default AAD covers. So both ends send an SSI
     (``RELAY_SSI``, unless the domain names one) and leave the addresses out of the AAD
     (``--tss-aad header``; their epochs differ, so their IVs still do)."""
@@ -274,7 +274,7 @@ def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
 
     try:
         summary = trio.run(lambda: run_demo(cfg, progress=progress if progress.enabled else None))
-    except (LocalAddressError, RawDenied) as exc:  # O2 of uet.ownaddr, R4 of uet.rawip: exit 2
+    except (LocalAddressError, RawDenied) as exc:  # OWNADDR-O2 of uet.ownaddr, RAWIP-R4 of uet.rawip: exit 2
         progress.finish()
         print(f"uet demo: {exc}", file=err, flush=True)
         return 2
@@ -297,7 +297,7 @@ def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
         print(f"uet demo: FAILED; replay with: {replay_command(args)}", file=err, flush=True)
         return 1
     progress.finish()
-    if summary.get("too_big"):  # M1 of uet.io.engine: --mtu does not fit the route, one line
+    if summary.get("too_big"):  # IO-M1 of uet.io.engine: --mtu does not fit the route, one line
         if args.json:
             sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
         print(f"uet demo: {summary['too_big']}", file=err, flush=True)
@@ -310,7 +310,7 @@ def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
     if args.capture and not args.quiet:
         pt = summary["ports"]
         cmd = ["uet", "decode", "--port", str(pt["receiver"]), args.capture]  # one UET port (A.1)
-        if args.tss or args.sd_key:  # O3 of uet.tss.options: the key the run used
+        if args.tss or args.sd_key:  # TSS-O3 of uet.tss.options: the key the run used
             extra = [("--sdi", str(args.sdi), "1"), ("--tss-mode", args.tss_mode, "direct"),
                      ("--tss-aad", args.tss_aad, "addresses")]
             cmd[2:2] = ["--sd-key", args.sd_key or args.capture + ".key"] + [

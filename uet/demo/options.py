@@ -2,7 +2,7 @@
 sim`` and the live commands (:mod:`uet.cliopts`: the same names, types and units), with the demo's
 defaults, plus the options only a live run has.
 
-The shared options differ from ``uet sim``'s where a live run differs (C1-C3 of uet.cliopts):
+The shared options differ from ``uet sim``'s where a live run differs (CLIOPTS-C1 to CLIOPTS-C3 of uet.cliopts):
 ``--rtt 0`` is a fabric without added delay, ``--mtu`` is at least 256 and its default comes from
 the route, ``--entropies`` counts sockets. ``--rate``, ``--loss`` and ``--trim`` default to None
 and :func:`resolve` fills them once it knows whether there is a fabric. ``uet sim``'s ``--trace``
@@ -87,7 +87,7 @@ def resolve(args: argparse.Namespace) -> None:
     """Fill the defaults that depend on ``--no-fabric`` in place; raises ValueError for an
     impairment asked of a run without a fabric."""
     if args.fabric:
-        if args.encap == "ip" and args.csig:  # uet.fabric.iprelay V5
+        if args.encap == "ip" and args.csig:  # uet.fabric.iprelay FABRIC-V5
             raise ValueError("--csig: the native-IP relay carries no CSIG tags; give --encap udp")
         if args.loss is None:
             args.loss = DEFAULT_LOSS

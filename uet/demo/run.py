@@ -1,6 +1,6 @@
 """One live transfer: receiver, fabric and sender on loopback in one trio run (``uet demo``).
 
-Arrangement (design.md "Test beds" 2; uet-facts A.1, H.1 #19: every datagram goes to the UET
+Arrangement (docs/design-notes.md "Test beds" 2; facts A.1, H.1 #19: every datagram goes to the UET
 port, from its EV, and every endpoint receives on its own address at that port)::
 
     sender S:P (entropy sockets S:EV) --> relay F:P --(path = hash(EV))--> receiver R:P
@@ -30,7 +30,7 @@ Figures (the keys of ``uet sim``'s summary, with wall-clock time):
   probes and the CLOSE included); ``retransmissions``: the sender core's count;
 * ``spurious_retransmissions``: live there is no ground truth of what the receiver had when, so
   this counts, at the receiver, datagrams with the RETX flag that the receiver core classed as
-  duplicates (rule W2, a PSN it already had: its ``retx_dup_rx``, R4 of uet/pds/endpoint.py).
+  duplicates (rule PDS-W2, a PSN it already had: its ``retx_dup_rx``, PDS-R4 of uet/pds/endpoint.py).
   A copy that the fabric duplicated (``--dup``) of a needed retransmission is counted too, so
   with duplication it is an upper bound;
 * ``trimmed``, ``dropped`` (lost in the fabric: loss, failed path, queue overflow), ``ecn_marked``
@@ -129,7 +129,7 @@ class DemoConfig(NetConfig):
     entropy_values: int | None = None   # None: one per path
     window_bytes: int | None = None     # None: the live endpoint's default
     pds: dict[str, Any] = field(default_factory=dict)  # PdsConfig overrides for both endpoints
-    security: Any = None                # a uet.tss.SecurityConfig: TSS on both ends (H5)
+    security: Any = None                # a uet.tss.SecurityConfig: TSS on both ends (HOST-H5)
     rx_security: Any = None             # the receiver's (its own epoch); None: security's
     # live only
     fabric: bool = True
@@ -379,7 +379,7 @@ async def run_demo(cfg: DemoConfig, *, progress: Callable[[dict], None] | None =
                         result = await _transfer(cfg, rx, tx, fab, msgs, want, got,
                                                  delivered_at, failures, progress, interval)
                 except LocalAddressError:
-                    raise  # uet.ownaddr O2: no address of its own for the sender
+                    raise  # uet.ownaddr OWNADDR-O2: no address of its own for the sender
                 except OSError:
                     if entered or fab is None or attempt == 4:
                         raise
@@ -427,7 +427,7 @@ async def _transfer(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[byte
             try:
                 await tx.wait(h)
                 acked[0] += size
-            except TooBig as exc:  # M1 of uet.io.engine: nothing more is sent
+            except TooBig as exc:  # IO-M1 of uet.io.engine: nothing more is sent
                 too_big.append(exc.reason)
                 failures.append(f"message {i} failed: {exc.reason}")
                 break
@@ -583,7 +583,7 @@ def _summary(cfg: DemoConfig, rx: Any, tx: Any, fab: Any, msgs: list[bytes], wan
         ok=ok, bytes=total, sim_time_s=None, wall_time_s=round(wall, 6),
         goodput_gbps=round(goodput_gbps(total, wall), 6), packets_sent=st.get("io_tx_datagrams", 0),
         retransmissions=st.get("retransmissions", 0),
-        spurious_retransmissions=rx.core.stats["retx_dup_rx"],  # R4 of uet/pds/endpoint.py
+        spurious_retransmissions=rx.core.stats["retx_dup_rx"],  # PDS-R4 of uet/pds/endpoint.py
         trimmed=0, dropped=0, ecn_marked=0, nacks=nacks, paths_used=0, seed=cfg.seed, op="send",
         mode=cfg.mode, sent=len(msgs), delivered=len(got),
         target_retransmissions=sr.get("retransmissions", 0),

@@ -1,4 +1,4 @@
-"""The live loopback fabric behind ``uet fabric`` and ``uet demo`` (design.md "Test beds" item 2):
+"""The live loopback fabric behind ``uet fabric`` and ``uet demo`` (docs/design-notes.md "Test beds" item 2):
 a trio UDP relay that applies the network model of :mod:`uet.net` (rate, FIFO queue, ECN marking,
 trimming, loss, reordering, duplication, corruption, path failure, ECMP) to real datagrams.
 

@@ -3,7 +3,7 @@ with the addresses and ports of the hop the datagram is sent on, and a pcap writ
 
 Headers are encoded with the schema's codecs (``eth``, ``ipv4``/``ipv6``, ``udp``), with the fixed
 values :func:`uet.wire.build.udp_frame` uses: the project's locally administered MACs, IPv4
-identification 0, DF set, TTL (hop limit) 64, UDP checksum 0 (design.md "Defaults"). A frame is
+identification 0, DF set, TTL (hop limit) 64, UDP checksum 0 (docs/design-notes.md "Defaults"). A frame is
 byte-for-byte what ``udp_frame(payload, ..., trailer=False)`` builds; headers are cached per
 (addresses, ports, TOS, length) because the fabric frames every datagram it forwards.
 
@@ -46,7 +46,7 @@ class FrameBuilder:
 
     def tagged_frame(self, src: str, dst: str, sport: int, dport: int, tos: int,
                      data: bytes) -> bytes:
-        """The frame of ``data`` = a CSIG tag (TPID and 16 bits, uet.cms.csig C1) then the UDP
+        """The frame of ``data`` = a CSIG tag (TPID and 16 bits, uet.cms.csig CMS-C1) then the UDP
         payload, as the relay sends it: the tag becomes an L2 tag after the 12 MAC bytes, the
         frame's EtherType its inner one, and IP and UDP carry the payload alone."""
         h = self.header(src, dst, sport, dport, tos, len(data) - TAG_LEN)

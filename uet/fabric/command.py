@@ -1,10 +1,10 @@
-"""``uet fabric``: run the live loopback fabric (design.md "Test beds" 2) until interrupted.
+"""``uet fabric``: run the live loopback fabric (docs/design-notes.md "Test beds" 2) until interrupted.
 
 Senders address the relay (``--listen ADDR``) as their UET destination; the relay forwards to the
 receiver (``--to ADDR:PORT``) through ``--paths`` paths, each with the simulator's model (``uet
 sim``'s options, same names and units): rate, one-way delay rtt/2, a FIFO queue with ECN marking,
 trimming, loss, reordering, duplication, corruption and path failure. It stands between two
-addresses as a router does (uet-facts A.1, H.1 #19): every datagram keeps its UET destination port
+addresses as a router does (facts A.1, H.1 #19): every datagram keeps its UET destination port
 (``--to``'s) and its entropy source port, which selects the path in both directions, and only the
 addresses are rewritten (the CRC-32C trailer with them). Without ``--listen`` the relay takes the
 first free loopback address (127.0.0.2, 127.0.0.3, ...) and prints it; the receiver's answers
@@ -21,20 +21,20 @@ lines.
 ``--paths N``): the paths are the up-down routes between the topology's first and last host,
 chosen by the EV as above; every link of the topology is a queue of its own (ECN, overflow trims),
 shared by the routes that cross it, and path i's impairments, failure and degradation are those
-of its link into its spine or core (uet.net.route T1-T4); not with ``--csig``.
+of its link into its spine or core (uet.net.route NET-T1 to NET-T4); not with ``--csig``.
 
-``--mtu N`` (uet-facts A.1: DF, no IP fragments): the payload bytes per packet the paths carry; a
+``--mtu N`` (facts A.1: DF, no IP fragments): the payload bytes per packet the paths carry; a
 datagram longer than the largest one of N payload bytes (TSS and a CSIG tag counted) is dropped and
 counted ``too_big``, as a switch drops a frame above its MTU. Default: the largest of 1024, 2048,
 4096 and 8192 that fits the MTU of the interface the route to ``--to`` uses (8192 on loopback);
 give the endpoints the same ``--mtu``.
 
 ``--encap ip`` (root or CAP_NET_RAW): UET directly in IP protocol ``--ip-proto`` behind the
-entropy header (uet-facts A.1), on raw sockets: the EV of the entropy header picks the path, the
+entropy header (facts A.1), on raw sockets: the EV of the entropy header picks the path, the
 addresses and the native trailer (A.3) are rewritten, the TOS kept, ``--pcap`` holds protocol-253
 frames (uet.fabric.iprelay); not with ``--csig``.
 
-``--csig TYPE`` (abw, abw/c, delay or nqd; off by default): CSIG-style signalling (uet-facts E.4).
+``--csig TYPE`` (abw, abw/c, delay or nqd; off by default): CSIG-style signalling (facts E.4).
 Each path and direction measures what a switch port would - utilisation over ``--csig-interval``
 (default 1000 us) for ABW and ABW/C, the queueing delay, the queue depth over ``--queue`` - and
 every datagram sent to an endpoint starts with a 4-byte tag (TPID 0x9900, then the 16 tag bits of
@@ -80,7 +80,7 @@ def topology_arg(s: str) -> str:
 
 
 def apply_topology(args: argparse.Namespace) -> None:
-    """``--topology``: sets ``args.paths`` to its routes (uet.net.route T1), so that the path
+    """``--topology``: sets ``args.paths`` to its routes (uet.net.route NET-T1), so that the path
     options (--fail-path, --degrade-path) are checked against them."""
     spec = getattr(args, "topology", None)
     if spec is not None:
@@ -317,10 +317,10 @@ def run_command(args: argparse.Namespace) -> int:
             if args.listen[1] not in (0, args.to[1]):
                 raise cliargs.UsageError(f"argument --listen: port {args.listen[1]}: the relay "
                                          f"keeps the UET port, {args.to[1]} (--to's), of every "
-                                         "datagram (uet-facts A.1); give the address alone")
+                                         "datagram (facts A.1); give the address alone")
         cliargs.check_marking(FabricConfig.kmin_bytes if args.kmin is None else args.kmin,
                               FabricConfig.kmax_bytes if args.kmax is None else args.kmax)
-        if args.encap == "ip" and args.csig:  # uet.fabric.iprelay V5
+        if args.encap == "ip" and args.csig:  # uet.fabric.iprelay FABRIC-V5
             raise cliargs.UsageError("--csig: the native-IP relay carries no CSIG tags; "
                                      "give --encap udp")
         args.mtu = cliargs.resolve_mtu(args.mtu, peer=args.to[0], csig=bool(args.csig),
@@ -337,7 +337,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     try:
         summary = trio.run(_serve, args, cfg, err, pcap)
-    except (LocalAddressError, RawDenied, ValueError) as e:  # O2, R4, iprelay V5: exit 2
+    except (LocalAddressError, RawDenied, ValueError) as e:  # O2, R4, iprelay FABRIC-V5: exit 2
         print(f"uet fabric: {e}", file=err)
         return 2
     except OSError as e:

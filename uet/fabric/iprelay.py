@@ -1,27 +1,27 @@
-"""The live fabric for native IP (uet-facts A.1 "Native IP", A.3; issue 27 item 1; ``uet fabric
+"""The live fabric for native IP (facts A.1 "Native IP", A.3; issue 27 item 1; ``uet fabric
 --encap ip``, ``uet demo --encap ip``): the relay of :mod:`uet.fabric.relay` with UET directly in
 IP protocol 253 behind the 4-byte entropy header, on raw sockets (uet.rawip).
 
-  V1  The relay stands between two addresses as the UDP one does: it receives on a raw socket
+  FABRIC-V1  The relay stands between two addresses as the UDP one does: it receives on a raw socket
       bound to its front address (senders send there) and one bound to its back address (the
       receiver's answers come there; the same socket when they are one address), and sends from
       its own address on the other side to the other end's address. It still binds the UDP
       sockets of the UDP relay at the UET port (never read here): they hold its addresses
       against another process (uet.ownaddr) and a UDP datagram is not relayed.
-  V2  A flow is one sender (address, EV); the EV comes from the entropy header and picks the
+  FABRIC-V2  A flow is one sender (address, EV); the EV comes from the entropy header and picks the
       path, in both directions, as the UDP source port does for UDP. On the back side the flows
       are told apart by the EV alone: a flow whose EV another flow already has there gets another
       one (``entropy_remapped``), written into the entropy header on the way to the receiver and
       mapped back in its answers' (the trailer changed by the same difference, CRC being affine).
-  V3  What leaves is the IP payload as it arrived, after what its path did to it (loss, trim:
+  FABRIC-V3  What leaves is the IP payload as it arrived, after what its path did to it (loss, trim:
       the first ``trim_bytes`` of the IP payload and DSCP 11, ECN, duplication, corruption), its
       trailer recomputed for the hop it leaves on (A.3's native coverage: source and destination
       addresses, then the IP payload) when it verified for the hop it came on (else unchanged,
       ``crc_bad``); TSS packets (their ICV replaces it) and trimmed ones carry none
       (``crc_skipped``). The TOS (DSCP and ECN) is kept, set per datagram by control message.
-  V4  The capture shows Ethernet + IPv4/IPv6 protocol 253 frames (what
+  FABRIC-V4  The capture shows Ethernet + IPv4/IPv6 protocol 253 frames (what
       :func:`uet.wire.build.native_ip_frame` builds), at the same tap as the UDP relay's.
-  V5  Not here: CSIG tags (the endpoint's native-IP path reads none; a ValueError) and a wildcard
+  FABRIC-V5  Not here: CSIG tags (the endpoint's native-IP path reads none; a ValueError) and a wildcard
       front (a raw socket bound to it would take every protocol-253 datagram of the host).
 """
 
@@ -51,7 +51,7 @@ def _is_tss(data: bytes) -> bool:
 
 
 def with_entropy(data: bytes, ev: int) -> bytes:
-    """V2: ``data`` (an IP payload) with entropy value ``ev``; a trailer it carries changes by
+    """FABRIC-V2: ``data`` (an IP payload) with entropy value ``ev``; a trailer it carries changes by
     the same difference (CRC is affine), so a right one stays right and a wrong one wrong."""
     head = entropy_header(ev)[:2]
     out = head + data[2:]
@@ -66,7 +66,7 @@ def with_entropy(data: bytes, ev: int) -> bytes:
 
 class IpHop(Hop):
     """One direction of one flow over native IP: the trailer's context is the two addresses
-    (A.3), and ``ev_out`` the EV the datagram leaves with (V2)."""
+    (A.3), and ``ev_out`` the EV the datagram leaves with (FABRIC-V2)."""
 
     __slots__ = ("ev_out",)
 
@@ -95,7 +95,7 @@ def ip_hop(sock: socket.socket, dest: str, link: Link, rng: Any, *, ev_out: int,
 
 
 class IpFabric(Fabric):
-    """The live fabric over native IP (V1-V5); used as :class:`Fabric` is (``open_fabric``
+    """The live fabric over native IP (FABRIC-V1 to FABRIC-V5); used as :class:`Fabric` is (``open_fabric``
     with ``encap="ip"``)."""
 
     def __init__(self, listen: tuple[str | None, int] | None, to: tuple[str, int],
@@ -103,12 +103,12 @@ class IpFabric(Fabric):
                  ip_proto: int = UET_IP_PROTO):
         if config is not None and config.csig:
             raise ValueError("--csig: the native-IP relay carries no CSIG tags (--encap udp)")
-        super().__init__(listen, to, config, capture)  # V1: the UDP sockets hold the addresses
+        super().__init__(listen, to, config, capture)  # FABRIC-V1: the UDP sockets hold the addresses
         self.raw_back: socket.socket | None = None
         try:
             if self._front_wild:
                 raise ValueError(f"--listen {self.listen_host}: the native-IP relay needs an "
-                                 "address of its own, not the wildcard (V5)")
+                                 "address of its own, not the wildcard (FABRIC-V5)")
             self.raw_front = raw_socket(self.listen_host, ip_proto=ip_proto, tos=TOS_CONTROL,
                                         rcvbuf=self.cfg.rcvbuf or (8 << 20))
             if self.back_host != self.listen_host:
@@ -139,13 +139,13 @@ class IpFabric(Fabric):
 
     def _frame(self, src: str, dst: str, sport: int, dport: int, tos: int, data: bytes,
                link: Link) -> bytes:
-        """V4: Ethernet + IP (protocol ``ip_proto``) + the IP payload."""
+        """FABRIC-V4: Ethernet + IP (protocol ``ip_proto``) + the IP payload."""
         ip = ip_header(src, dst, self.ip_proto, len(data), tos >> 2, tos & 3, 64)
         return ethernet_header(ip, True) + ip + data
 
     async def _raw_loop(self, sock: socket.socket) -> None:
         """As :meth:`Fabric._recv_loop`, one ``recv`` per datagram (a raw socket hands IPv4's
-        header over with it, uet.rawip R3)."""
+        header over with it, uet.rawip RAWIP-R3)."""
         clock = self._clock
         stats = self.stats
         local = self.listen_host if sock is self.raw_front else self.back_host
@@ -185,7 +185,7 @@ class IpFabric(Fabric):
                 return
             hop = flow.fwd
         hop.src_addr = (src, ev)
-        if hop.ev_out != ev:  # V2: remapped on the back side
+        if hop.ev_out != ev:  # FABRIC-V2: remapped on the back side
             data = with_entropy(data, hop.ev_out)
         skip = (tos >> 2) == DSCP_TRIMMED or _is_tss(data)
         hop.link.forward(now, data, tos, hop, hop.rng, None if skip else hop.rewrite, None)
@@ -196,7 +196,7 @@ class IpFabric(Fabric):
             return None
         host, ev = _canon(addr[0]), addr[1]
         back_ev = ev
-        if back_ev in self._by_back_port:  # V2: another flow has this EV on the back side
+        if back_ev in self._by_back_port:  # FABRIC-V2: another flow has this EV on the back side
             back_ev = next((e for e in range(1, 1 << 16) if e not in self._by_back_port), None)
             if back_ev is None:
                 self.stats["flow_errors"] += 1

@@ -1,4 +1,4 @@
-"""The live fabric's paths (design.md "Test beds" 2): the network model of :mod:`uet.net` applied
+"""The live fabric's paths (docs/design-notes.md "Test beds" 2): the network model of :mod:`uet.net` applied
 to real datagrams in real time. No sockets here.
 
 Each path has a link in each direction (``FWD``: sender -> receiver, ``REV``: answers back); what
@@ -71,7 +71,7 @@ class FabricConfig(NetConfig):
     # than the largest one of such a payload (uet.mtu.packet_overhead with TSS and a CSIG tag) is
     # dropped and counted too_big, as a switch drops a frame above its MTU. None: no limit
     mtu: int | None = None
-    # uet.net.route T1-T4: None (or paths:N) parallel paths; "leafspine:H,T,S" or "fattree:K"
+    # uet.net.route NET-T1 to NET-T4: None (or paths:N) parallel paths; "leafspine:H,T,S" or "fattree:K"
     # (uet sim --topology's spec): the routes between the topology's first and last host
     topology: str | None = None
 
@@ -105,7 +105,7 @@ class FabricConfig(NetConfig):
 
     @property
     def csig_type(self) -> int | None:
-        """C1: the signal type ``csig`` names (None: off)."""
+        """CMS-C1: the signal type ``csig`` names (None: off)."""
         return None if self.csig is None else TYPE_BY_NAME.get(str(self.csig).lower())
 
     def path_rate_gbps(self, path: int) -> float:
@@ -246,13 +246,13 @@ class Link(NetLink):
 
     def _measure(self, now: float, busy: float) -> None:
         """L1: the busy-fraction average brought up to ``now``: busy until ``busy`` (the model's
-        end of the last datagram admitted), idle after it (uet.net.csig G1)."""
+        end of the last datagram admitted), idle after it (uet.net.csig NET-G1)."""
         if now > self.u_t:
             self.util = utilisation(self.util, self.u_t, busy, now, self.tau)
             self.u_t = now
 
     def bucket(self, now: float, busy: float) -> int:
-        """L1-L3: this link's bucket (C2) for a datagram offered at ``now``, the link busy until
+        """L1-L3: this link's bucket (CMS-C2) for a datagram offered at ``now``, the link busy until
         ``busy`` before it."""
         t, scale = self.csig, self.scale
         wait = busy - now if busy > now else 0.0
@@ -268,12 +268,12 @@ class Link(NetLink):
         """L4: ``data`` behind its tag."""
         bits = self.neutral if tag is None or tag >> 14 != self.csig else tag
         if trimmed:
-            bits = trim_on(self, bits)  # uet.net.csig G3
+            bits = trim_on(self, bits)  # uet.net.csig NET-G3
         elif control:
             self.csig_neutral += 1  # an answer: not reported on (the tag it came with, or neutral)
         else:
             b = self.bucket(now, busy)
-            bits = stamp_on(self, bits, b, self.lm)  # uet.net.csig G2
+            bits = stamp_on(self, bits, b, self.lm)  # uet.net.csig NET-G2
             self.csig_bucket_sum += b
         return ahead(bits, data, self.tpid)
 
@@ -303,7 +303,7 @@ class Link(NetLink):
 
 class RouteLink(Link):
     """One direction of one path that is a route through a switched topology (uet.net.route
-    T1-T4): the model's verdict is the route's; this link counts it as the path's (its queue
+    NET-T1 to NET-T4): the model's verdict is the route's; this link counts it as the path's (its queue
     figures are those of the route's first link, which every datagram of the direction crosses)."""
 
     def __init__(self, cfg: FabricConfig, path: int, direction: int, releases: "Releases",

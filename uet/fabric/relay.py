@@ -1,7 +1,7 @@
-"""The live loopback fabric (design.md "Test beds" 2): a trio UDP relay that applies the path model
+"""The live loopback fabric (docs/design-notes.md "Test beds" 2): a trio UDP relay that applies the path model
 of :mod:`uet.fabric.paths` to real datagrams between a real sender and a real receiver.
 
-Addressing, as a router between two addresses (uet-facts A.1, H.1 #19: every UET datagram goes
+Addressing, as a router between two addresses (facts A.1, H.1 #19: every UET datagram goes
 to UDP destination port = the UET port, its source port is the entropy value, EV, and an answer
 copies its request's EV into its own source port):
 
@@ -32,7 +32,7 @@ tap there would: the requests as the relay sends them on, the answers as the rec
 conversation's frames share one pair of addresses.
 
 Because the relay rewrites addresses (and a remapped port) it rewrites the CRC-32C trailer of every datagram
-it forwards, as a NAT recomputes checksums (design.md "Defaults", uet-facts A.3): the incoming
+it forwards, as a NAT recomputes checksums (docs/design-notes.md "Defaults", facts A.3): the incoming
 trailer is verified against the hop it arrived on; when it holds, the trailer is replaced by the
 one for the hop it leaves on, else the datagram goes on with its bytes unchanged (the receiver
 drops it) and counts as ``crc_bad``. TSS packets (their ICV replaces the CRC) and datagrams that
@@ -47,12 +47,12 @@ an IP_TOS (IPV6_TCLASS) control message on ``sendmsg`` unless it equals the sock
 one it was opened for: DSCP 0 + ECT(0) for requests, DSCP 46 Not-ECT for answers and the UET
 sockets). UDP checksum 0 on send (SO_NO_CHECK; UDP_NO_CHECK6_TX/RX for IPv6).
 
-CSIG (uet-facts E.4; ``FabricConfig.csig``, ``uet fabric --csig TYPE``): each link measures what a
+CSIG (facts E.4; ``FabricConfig.csig``, ``uet fabric --csig TYPE``): each link measures what a
 switch port would and tags what it forwards (rules L1-L4 of :mod:`uet.fabric.paths`). On a real
 fabric the tag is an L2 tag between the Ethernet header and IP (E.4: "like a VLAN tag", its own
 EtherType); a userspace relay on UDP sockets has no L2 to put it in, so - the project's choice -
 the relay puts the four tag bytes (TPID ``csig_ethertype`` big-endian, default 0x9900, then the
-16 tag bits, uet.cms.csig C1) AHEAD of the UET bytes of every datagram it sends to an endpoint,
+16 tag bits, uet.cms.csig CMS-C1) AHEAD of the UET bytes of every datagram it sends to an endpoint,
 both directions: requests stamped by their link, answers (DSCP 46) neutral, datagrams it trimmed
 with d set. The endpoint (:mod:`uet.io`, ``csig`` on) strips them before the PDS reads the
 datagram: a UET datagram can never start with 0x99 (its first byte is the PDS type, below 19,
@@ -61,12 +61,12 @@ CRC-32C trailer covers the UET bytes and a UDP length without the tag, as it wou
 where the tag is L2; captures (``capture``) show it where it belongs, as an L2 tag after the MAC
 addresses with the frame's own EtherType inside. A datagram that arrives at the relay already
 tagged (a relay behind another one) has its tag taken off and used as the start of the compare
-and replace (C3), as a second switch would; with CSIG off the relay passes datagrams unchanged.
+and replace (CMS-C3), as a second switch would; with CSIG off the relay passes datagrams unchanged.
 
-No IP fragments (uet-facts A.1): the relay's sockets set DF (uet.io.sockets), and with
+No IP fragments (facts A.1): the relay's sockets set DF (uet.io.sockets), and with
 ``FabricConfig.mtu`` a datagram longer than the paths carry is dropped and counted ``too_big``.
 
-Performance (design.md "Performance"): one receive task per socket, never one per datagram; each
+Performance (docs/design-notes.md "Performance"): one receive task per socket, never one per datagram; each
 waits until its socket is readable, then drains it until it would block (at most ``BATCH`` at a
 time, ``RELEASE_EVERY`` per ``recvmmsg`` where uet.native.sockbatch has its C twin, else per-datagram
 ``recvmsg``), runs every datagram through the model synchronously and sends what is due (every
@@ -232,7 +232,7 @@ class Fabric:
         lhost, lport = listen if listen is not None else (None, 0)
         if lport not in (0, self.port):
             raise ValueError(f"listen port {lport}: the relay keeps the UET port of every "
-                             f"datagram, {self.port} (the port of --to; uet-facts A.1)")
+                             f"datagram, {self.port} (the port of --to; facts A.1)")
         self.front, self.listen_host = bind_own(
             lambda a: udp_socket(a, self.port, tos=TOS_CONTROL, rcvbuf=cfg.rcvbuf), port=self.port,
             local=lhost, peer=self.to[0], option="--listen", who="the relay")

@@ -1,4 +1,4 @@
-"""The live transport: a sans-IO UET host (uet.host) on real UDP sockets, driven by trio (design.md
+"""The live transport: a sans-IO UET host (uet.host) on real UDP sockets, driven by trio (docs/design-notes.md
 principle 3: the only place trio appears).
 
 >>> import trio

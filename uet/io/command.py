@@ -7,7 +7,7 @@ message on stderr, writes the data with ``--out``, stops after ``--count N`` mes
 cover exactly what reached ``--out``, however it stops; when a write fails (a full disk) it says
 so in one line and exits 1, the summary with ``"ok": false`` and ``"error"``.
 
-Ports and addresses (uet-facts A.1, H.1 #19): every UET datagram, requests and answers alike, goes
+Ports and addresses (facts A.1, H.1 #19): every UET datagram, requests and answers alike, goes
 to UDP destination port = the UET port, so every endpoint receives on (its own address, UET port).
 ``uet recv`` takes both from ``--bind``. In ``uet send --to ADDR:PORT`` the port is the fabric's
 UET port (``--uet-port N`` overrides it): the sender receives the answers on that same port at an
@@ -42,13 +42,13 @@ and ignored, so a misconfigured pair still works; a datagram too short to hold a
 congestion control use them. The receiver names the EVs it saw, the sender's own: ``uet fabric``
 keeps every datagram's source port (A.1).
 
-Transport security (both commands; uet-facts B.15, F; uet.tss.options O1-O4): ``--sd-key FILE``
+Transport security (both commands; facts B.15, F; uet.tss.options TSS-O1 to TSS-O4): ``--sd-key FILE``
 turns TSS on, both ends with the same key file (``--sdi``, ``--tss-mode`` alike). Each process
 takes a fresh epoch from ``FILE.epoch`` so that no IV repeats; a datagram that is not TSS or does
 not authenticate is dropped and counted under its own name (``tss_*`` in ``--json`` stats, and
 on the receiver's last line).
 
-Payload per packet (both commands; uet-facts A.1): ``--mtu N`` payload bytes per packet (256 and
+Payload per packet (both commands; facts A.1): ``--mtu N`` payload bytes per packet (256 and
 up; the reference provider uses 1024, 2048, 4096 or 8192, and every end should use the same). By
 default the largest of those whose whole datagram fits: for ``uet send`` the MTU of the interface
 the route to ``--to`` uses, for ``uet recv`` the interface of ``--bind`` (1024 at MTU 1500, 8192 at
@@ -56,14 +56,14 @@ the route to ``--to`` uses, for ``uet recv`` the interface of ``--bind`` (1024 a
 with one line naming the MTU and ``--mtu``, exit status 2, never a retransmission loop.
 ``uet send --ses-header standard`` sends standard SES request headers only (next_hdr 3), as the
 reference provider requires; ``uet recv`` answers every peer in the header family it uses (no small
-response with data to a peer that sends standard headers, P3 of uet/ses/target.py).
+response with data to a peer that sends standard headers, SES-P3 of uet/ses/target.py).
 
-Native IP (both commands; uet-facts A.1 "Native IP", issue 27): ``--encap ip`` carries UET directly
+Native IP (both commands; facts A.1 "Native IP", issue 27): ``--encap ip`` carries UET directly
 in IP protocol ``--ip-proto N`` (default 253) behind the 4-byte entropy header, which carries the
 EV where UDP's source port did, with the trailer's native-IP coverage (A.3) and under TSS F's
 native-IP AAD (``--tss-aad entropy``, set by ``--encap ip``). It needs raw sockets (root or
 CAP_NET_RAW; without them one line says so, exit 2). ``uet recv --encap ip`` also accepts UDP and
-answers each peer the way it came (uet.io.native_ip N1-N6); ``--mtu``'s default counts the entropy
+answers each peer the way it came (uet.io.native_ip IO-N1 to IO-N6); ``--mtu``'s default counts the entropy
 header instead of UDP's.
 """
 
@@ -273,7 +273,7 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: A
                     await trio.lowlevel.checkpoint_if_cancelled()
                     try:
                         m = await ep.receive()
-                    except TooBig as exc:  # M1 of uet.io.engine: exit 2
+                    except TooBig as exc:  # IO-M1 of uet.io.engine: exit 2
                         error, status = exc.reason, 2
                         print(f"uet recv: {error}", file=err, flush=True)
                         break
@@ -494,13 +494,13 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
                             result["messages"] += 1
                             del msg  # one message in memory: drop it before reading the next
                         t_end = trio.current_time()
-                    except TooBig as exc:  # M1 of uet.io.engine: a usage error, exit 2
+                    except TooBig as exc:  # IO-M1 of uet.io.engine: a usage error, exit 2
                         error, status = exc.reason, 2
                     except SendFailed as exc:
                         error = f"transfer failed: {exc.reason}"
                         if ep.io["rx_not_uet_port"]:
                             error += (f"; {_fmt_addr(host, port)} answered to our entropy ports, "
-                                      f"not to the UET port {port} (uet-facts A.1)")
+                                      f"not to the UET port {port} (facts A.1)")
                         else:
                             error += _came_back(ep.stats, _fmt_addr(host, port))
                         status = 1
@@ -531,7 +531,7 @@ async def _send_main(args: argparse.Namespace, source: _Source, security: Any) -
                 result["goodput_MBps"] = round(acked / wall / 1e6, 3)
             if status:
                 ep.skip_close = True  # nothing to close gracefully after a failure
-    except (LocalAddressError, RawDenied) as exc:  # O2 of uet.ownaddr, N6 of .native_ip
+    except (LocalAddressError, RawDenied) as exc:  # OWNADDR-O2 of uet.ownaddr, IO-N6 of .native_ip
         error = str(exc)
         status = 2
     except OSError as exc:
@@ -590,7 +590,7 @@ def run_recv(args: argparse.Namespace) -> int:
         return trio.run(_recv_main, args, out, security)
     except KeyboardInterrupt:
         return 0
-    except RawDenied as exc:  # N6 of uet.io.native_ip: one line, exit 2
+    except RawDenied as exc:  # IO-N6 of uet.io.native_ip: one line, exit 2
         print(f"uet recv: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -1,15 +1,15 @@
 """The live endpoint: a sans-IO :class:`uet.host.Host` (PDS, RUDI, UUD and the SES) on real UDP
 sockets, driven by trio; the socket engine is :mod:`uet.io.engine`, the API this module.
 
-This package (:mod:`uet.io`) is the only place trio appears (design.md principle 3).
+This package (:mod:`uet.io`) is the only place trio appears (docs/design-notes.md principle 3).
 
-Sockets (uet-facts A.1, H.1 #19: every UET datagram, requests and answers alike, goes to UDP
+Sockets (facts A.1, H.1 #19: every UET datagram, requests and answers alike, goes to UDP
 destination port = the UET port; its source port is the entropy value, and an answer copies the EV
 of the request it answers into its own source port)
   * one *UET-port socket*, bound to (the endpoint's own address, the UET port): everything this
     endpoint receives arrives here, requests and answers alike, initiators included. ``bind``
     names it; ``bind=None`` (an initiator) binds (``local``, ``peer_port``), and without
-    ``local`` the first free loopback address when the peer is on loopback (uet.ownaddr O1:
+    ``local`` the first free loopback address when the peer is on loopback (uet.ownaddr OWNADDR-O1:
     127.0.0.2, 127.0.0.3, ...; a bind that cannot be done says why in one line, O2);
   * a pool of *entropy sockets*, one per entropy value: the UDP source port of each is the entropy
     value the core chooses per request (A.1, E.5), bound to ``local`` (ephemeral ports unless
@@ -17,23 +17,23 @@ of the request it answers into its own source port)
   * *EV sockets*: answers leave from a socket bound to (our address, the EV they copy).
   The core's "address" strings are IP literals; a datagram's socket address is (address, port)
   with the ports from :class:`~uet.pds.DatagramMeta`: dport the peer's UET port, sport the socket:
-  P1  a datagram whose source port is one of ours (the UET-port or an entropy socket, on its
+  IO-P1  a datagram whose source port is one of ours (the UET-port or an entropy socket, on its
       source address) leaves by that socket;
-  P2  any other (an answer: its EV is the initiator's) leaves by the EV socket bound to (its
+  IO-P2  any other (an answer: its EV is the initiator's) leaves by the EV socket bound to (its
       source address, its source port), from a cache of ``ev_sockets`` (default
       :data:`uet.io.engine.EV_SOCKETS`, 256: 32 initiators of 8 EVs each; beyond it the least
       recently used is closed and opened again when needed). EV sockets are never read;
-  P3  an EV port that cannot be bound (another socket of this host holds that address and
+  IO-P3  an EV port that cannot be bound (another socket of this host holds that address and
       port) is counted (``io_ev_unbound``, once per EV until it ages out of the cache) and its
       answers leave by the UET-port socket instead, their trailer recomputed (``io_tx_renat``):
       they still arrive, with the UET port as their source port, so only the EV echo is lost
       (under TSS with an AAD that covers the source port they do not authenticate);
-  P4  only the UET-port socket is read into the core: a datagram that reaches an entropy socket
+  IO-P4  only the UET-port socket is read into the core: a datagram that reaches an entropy socket
       (a peer answering to the request's source port, as this project did before A.1's row
       was known) is dropped and counted (``io_rx_not_uet_port``), as the reference provider
       drops any datagram whose destination port is not the UET port.
 
-Loop (design.md "Performance": never await per datagram)
+Loop (docs/design-notes.md "Performance": never await per datagram)
   * one reader task per socket: ``wait_readable``, then non-blocking ``recvmsg`` in a loop until
     the socket would block, each datagram straight into ``receive_datagram``. After every
     ``batch`` datagrams (64) comes one *service* pass: everything the core wants to send goes out
@@ -60,8 +60,8 @@ Choices (documented here because the facts are silent)
   * Entropy selection (``spray``): any kind of :data:`uet.multipath.SELECTOR_KINDS` over the
     entropy sockets' ports: rr, random, single (the first port; no rehash on timeout, since only
     our sockets' ports can be sent from), reps (REPS, E.5) or oblivious (E.6).
-  * CSIG (uet-facts E.4; ``csig=`` a signal type, the core's ``PdsConfig.csig``): the tags the
-    live fabric puts ahead of the UET bytes are stripped and handed to the core (rules T1, T2 of
+  * CSIG (facts E.4; ``csig=`` a signal type, the core's ``PdsConfig.csig``): the tags the
+    live fabric puts ahead of the UET bytes are stripped and handed to the core (rules IO-T1, IO-T2 of
     :mod:`uet.io.engine`; without ``csig`` they are stripped, counted and ignored), the core
     reflects them in its ACKs, and the sender's ``spray`` policy runs inside a
     :class:`uet.multipath.CsigSelector` (built by :class:`uet.multipath.SelectorFactory` from the
@@ -72,10 +72,10 @@ Choices (documented here because the facts are silent)
     unless two senders share one; then the receiver names the relay's port in its reflections,
     and ``ev_alias`` maps it back to our own entropy value (``uet demo`` passes the fabric's map).
 
-Messages and SES operations (uet/host.py H2)
+Messages and SES operations (uet/host.py HOST-H2)
   * :meth:`LiveEndpoint.send` is an SES SEND (D.1) over the mode it names ("rud" or "rod"); it
     completes when the target's response arrives (placed: C.3, D.7). The receiving SES keeps an
-    untagged receive posted for every SEND (M7 of uet/ses/target.py: ``auto_receive``), so
+    untagged receive posted for every SEND (SES-M7 of uet/ses/target.py: ``auto_receive``), so
     every message comes out of :meth:`LiveEndpoint.receive`.
   * The other operations pick their delivery mode per call: "rud" / "rod" (PDCs of that mode),
     "rudi" (write and read only, C.8; split here into single-packet operations of at most
@@ -132,21 +132,21 @@ LIVE_RUDI = {"rto": 50e-3, "rto_max": 1.0, "max_retx": 8, "nack_retx_time": 50e-
 # jitter fires a spurious RTO that resends the whole window (measured: 2-90 RTOs and up to 5x
 # the data sent per 16-64 MiB transfer with a 1-50 ms floor; the receiver's first packet of a
 # 64 MiB message and its final reassembly copy each pause it for tens of ms). Floors like TCP's
-# 200 ms keep RTO for real losses; RACK and tail-loss probes (I7, I9) still recover holes
+# 200 ms keep RTO for real losses; RACK and tail-loss probes (PDS-I7, PDS-I9) still recover holes
 # within about one RTT. Once a PDC is established its backoff may grow to 4 s and it gives up
-# after 8 timeouts in a row (I8 of uet.pds.recovery): with a 200 ms floor they span 22 s of
+# after 8 timeouts in a row (PDS-I8 of uet.pds.recovery): with a 200 ms floor they span 22 s of
 # silence instead of C.9's five in 2.6 s, what a peer on a loaded host needs when a SYN flood
 # queues many seconds of datagrams ahead of ours in its socket (issue 25: 6-16 s measured on two
 # busy cores); a peer that never answered is still given up after 2.6 s.
 LIVE_DEFAULTS: dict[str, Any] = {"rto_initial": 250e-3, "rto_min": 200e-3,
                                  "rto_max_established": 4.0, "max_rto_retx_established": 8}
-# K2, K3 of uet.multipath.csig for a live endpoint, whose round trip is about 1 ms (measured
+# MULTIPATH-K2, MULTIPATH-K3 of uet.multipath.csig for a live endpoint, whose round trip is about 1 ms (measured
 # through uet demo's relay: an unloaded minimum of 0.7-1.0 ms) where the selector's defaults are
 # for simulated fabrics of about 10 us: a reflected signal is forgotten after 20 ms, and the
 # reference (the best path now) is the best signal of the last 3 ms
 LIVE_CSIG_MAX_AGE = 20e-3
 LIVE_CSIG_RECENT = 3e-3
-EV_RCVBUF = 4096  # P2: EV sockets are never read; a small queue holds what strays there
+EV_RCVBUF = 4096  # IO-P2: EV sockets are never read; a small queue holds what strays there
 
 
 class SendFailed(Exception):
@@ -160,7 +160,7 @@ class SendFailed(Exception):
 
 
 class TooBig(SendFailed):
-    """A datagram did not fit the route's MTU (EMSGSIZE; M1 of uet.io.engine, uet-facts A.1: DF,
+    """A datagram did not fit the route's MTU (EMSGSIZE; IO-M1 of uet.io.engine, facts A.1: DF,
     never fragments): ``reason`` is one line naming the MTU and ``--mtu``. The endpoint sends
     nothing more; every waiter and :meth:`LiveEndpoint.receive` raise it."""
 
@@ -238,7 +238,7 @@ class LiveEndpoint(SocketEngine):
     # --- public API -----------------------------------------------------------------------
     @property
     def port(self) -> int | None:
-        """The bound UET port (P1: every endpoint has one)."""
+        """The bound UET port (IO-P1: every endpoint has one)."""
         return self.uet_sock.port if self.uet_sock else None
 
     @property
@@ -307,7 +307,7 @@ class LiveEndpoint(SocketEngine):
 
     def acked_not_answered(self, handle: int) -> bool:
         """Whether the message ``handle``, still waited for, had every request acknowledged by
-        the target's PDS (CACK, C.2) while its SES response (D.7) has not come (I3 of
+        the target's PDS (CACK, C.2) while its SES response (D.7) has not come (SES-I3 of
         uet.ses.initiator): a target that took the bytes but never answered."""
         return self.host.ses.acked_by_transport(handle)
 
@@ -486,12 +486,12 @@ class LiveEndpoint(SocketEngine):
             raise ValueError(f"{what} is not idempotent: RUDI carries write and read only (C.8)")
 
     def _fail_if_faulted(self, w: _Waiter) -> None:
-        if self.fault is not None and not w.event.is_set():  # M1: nothing will be sent
+        if self.fault is not None and not w.event.is_set():  # IO-M1: nothing will be sent
             w.error = TooBig(self.fault)
             w.event.set()
 
     def _on_fault(self, line: str) -> None:
-        """M1 of uet.io.engine: every waiter fails with :class:`TooBig`, receive() raises it."""
+        """IO-M1 of uet.io.engine: every waiter fails with :class:`TooBig`, receive() raises it."""
         for w in self._waiters.values():
             self._fail_if_faulted(w)
         self._inbox_event.set()
@@ -539,8 +539,8 @@ class LiveEndpoint(SocketEngine):
         ``paths_used`` (entropy ports that carried data requests), the SES's, RUDI's and UUD's
         own counters, and the adapter's as ``io_*``: datagrams sent and read, EAGAIN, send
         errors, truncated datagrams, timer firings, reader pauses (full inbox), deliveries.
-        ``csig_bad`` and ``csig_unasked``: CSIG tags too short (T2 of uet.io.engine) and tags
-        or reflections this endpoint did not ask for (T1, and the core's own count)."""
+        ``csig_bad`` and ``csig_unasked``: CSIG tags too short (IO-T2 of uet.io.engine) and tags
+        or reflections this endpoint did not ask for (IO-T1, and the core's own count)."""
         host = self.host
         d: dict[str, Any] = dict(host.stats)
         d.update({f"io_{k}": v for k, v in self.io.items()})
@@ -620,33 +620,33 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
     ``bind``: (address, port) of the UET-port socket everything arrives on (port 0 = ephemeral,
     or ``peer_port`` when given); None (an initiator): (``local``, ``peer_port``), or without
     ``local`` the first free loopback address when ``peer`` is on loopback or not given, else the
-    route source towards it (P1; uet.ownaddr.LocalAddressError, an OSError, says in one line
+    route source towards it (IO-P1; uet.ownaddr.LocalAddressError, an OSError, says in one line
     why no address could be bound). ``paths``: entropy sockets (entropy values), or
     ``entropy_ports`` to bind given source ports. ``local``: the address the entropy sockets bind
     and the host calls its own (default: the UET-port socket's; for a wildcard bind the route
     source towards ``peer``, or loopback). ``peer_port``: the fabric's UET port, the one every
     peer and this endpoint receive on (default: the bound port, else 4793).
-    ``ev_sockets``: the EV sockets answers leave by (P2). ``config`` / keyword ``config_fields``: :class:`PdsConfig` (the
+    ``ev_sockets``: the EV sockets answers leave by (IO-P2). ``config`` / keyword ``config_fields``: :class:`PdsConfig` (the
     ``port`` and ``entropy_factory`` fields are set here). ``spray``: "rr" or "random" over the
     entropy sockets. ``zero_checksum``: UDP checksum 0 (IPv4 SO_NO_CHECK, IPv6
     UDP_NO_CHECK6_TX); False lets the kernel compute it. ``seed``: the host's random choices
     (start PSNs, first PDCID); default random, so that endpoints sharing an address differ. On a
     normal exit the initiator PDCs are closed (C.7) for at most ``close_timeout`` seconds. On
-    any exit the host then shuts down (H6 of uet/host.py): messages still in reassembly are
+    any exit the host then shuts down (HOST-H6 of uet/host.py): messages still in reassembly are
     dropped, their storage freed in order.
     ``ses``: the :class:`uet.ses.SesConfig` of the host's SES (True, False or None: the
     defaults; every endpoint has an SES, since messages are SES SENDs); ``auto_recv``: nonzero
-    gives every untagged SEND a receive (M7 of uet/ses/target.py), 0 leaves them to
+    gives every untagged SEND a receive (SES-M7 of uet/ses/target.py), 0 leaves them to
     :meth:`LiveEndpoint.post_recv`; ``ses_mode`` the mode of the packets the SES makes on its
     own; ``rudi_config`` a :class:`uet.pds.rudi.RudiConfig` (its port and entropy are set).
     ``security``: a :class:`uet.tss.SecurityConfig` (its secure-domain table: SDI to key and
-    mode): every datagram is protected with TSS and every one received must authenticate (H5 of
+    mode): every datagram is protected with TSS and every one received must authenticate (HOST-H5 of
     uet.host); None (the default) keeps the CRC-32C trailer. ``ses_header``: the SES's
     :attr:`uet.ses.SesConfig.ses_header` ("standard" for the reference provider, A.1). The SES
     cuts messages into packets of the PDS's ``mtu`` payload bytes (``config_fields``; every
     socket sets DF, and a datagram too big for the route raises :class:`TooBig`).
     ``encap="ip"``: UET in IP protocol ``ip_proto`` on a raw socket as well (uet.io.native_ip
-    N1-N6: over IP to ``peer`` and to peers heard over IP; the UDP sockets stay open).
+    IO-N1 to IO-N6: over IP to ``peer`` and to peers heard over IP; the UDP sockets stay open).
     """
     if encap not in ENCAPS:
         raise ValueError(f"unknown encapsulation {encap!r} ({', '.join(ENCAPS)})")
@@ -656,7 +656,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
         bind = (S.canonical(bind[0]), int(bind[1]))
         if peer_port is not None and bind[1] not in (0, peer_port):
             raise ValueError(f"bind port {bind[1]} and peer_port {peer_port} differ: every "
-                             "endpoint receives on the UET port it sends to (uet-facts A.1)")
+                             "endpoint receives on the UET port it sends to (facts A.1)")
         if local is not None and S.family_of(bind[0]) != S.family_of(local):
             raise ValueError(f"bind address {bind[0]} and local address {local} differ in family")
     socks: list[socket.socket] = []
@@ -670,7 +670,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
     try:
         if bind is not None:
             raw, own = make(bind[0], bind[1] or peer_port or 0), bind[0]
-        else:  # P1: an initiator receives on its own address at the UET port too
+        else:  # IO-P1: an initiator receives on its own address at the UET port too
             uport = peer_port if peer_port is not None else UET_UDP_PORT
             raw, own = bind_own(lambda a: make(a, uport), port=uport, local=local, peer=peer)
         socks.append(raw)
@@ -696,7 +696,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                                   entropy_values=len(values), **config_fields)
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "big")
-        # K1 of uet/ses/target.py: endpoints sharing an address (processes of one host) name
+        # SES-K1 of uet/ses/target.py: endpoints sharing an address (processes of one host) name
         # themselves apart by a seeded-random initiator id, so their message ids cannot collide
         sc = ses if isinstance(ses, SesConfig) else SesConfig(
             mtu=cfg.mtu, seed=seed & 0xFFFFFFFF, ses_header=ses_header,
@@ -710,10 +710,10 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                           max_inbox=max_inbox, csig_ethertype=csig_ethertype,
                           make_ev=lambda a, p: make(a, p, rcv=EV_RCVBUF), ev_sockets=ev_sockets)
         ep.selectors = selector.made
-        if encap == "ip":  # N3 of uet.io.native_ip: bound to our own address
+        if encap == "ip":  # IO-N3 of uet.io.native_ip: bound to our own address
             socks.append(raw_socket(own, ip_proto=ip_proto, rcvbuf=rcvbuf, sndbuf=sndbuf))
             ep.native = NativeIp(socks[-1], own, uet_port=peer_port, peers=[peer] if peer else [])
-            ep._lanes_ok = False  # N4 needs every UDP source seen (the lane reads in place)
+            ep._lanes_ok = False  # IO-N4 needs every UDP source seen (the lane reads in place)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ep._timers)
             for s in ep.socks + ([ep.native] if ep.native else []):
@@ -728,7 +728,7 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
                     await ep.close_pdcs()
             nursery.cancel_scope.cancel()
     finally:
-        if host is not None:  # the readers have stopped: H6 of uet/host.py, in order (issue 25)
+        if host is not None:  # the readers have stopped: HOST-H6 of uet/host.py, in order (issue 25)
             host.shutdown()
         if ep is not None:
             ep.close_ev_sockets()

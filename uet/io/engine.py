@@ -1,24 +1,24 @@
 """The socket engine of the live endpoint: one sans-IO :class:`uet.host.Host` on UDP sockets,
-driven by trio without an await per datagram (design.md "Performance"). The public API on top of
+driven by trio without an await per datagram (docs/design-notes.md "Performance"). The public API on top of
 it is :class:`uet.io.endpoint.LiveEndpoint`; the module docstring there describes the sockets
-(rules P1-P4: which socket a datagram leaves by and which are read) and the loop.
+(rules IO-P1 to IO-P4: which socket a datagram leaves by and which are read) and the loop.
 
-CSIG tags (uet-facts E.4): the live fabric (uet.fabric.relay) puts a 4-byte CSIG tag (TPID
-``csig_ethertype``, default 0x9900, then 16 tag bits, uet.cms.csig C1) ahead of the UET bytes of
+CSIG tags (facts E.4): the live fabric (uet.fabric.relay) puts a 4-byte CSIG tag (TPID
+``csig_ethertype``, default 0x9900, then 16 tag bits, uet.cms.csig CMS-C1) ahead of the UET bytes of
 what it forwards, a userspace stand-in for the L2 tag. Every datagram read is checked for it
 before the core sees it: a UET datagram never starts with 0x99 (its first byte is the PDS type,
 below 19, shifted left by 3), so the test is exact.
 
-  T1  a datagram whose first two bytes are the TPID and that has at least 4 bytes: the tag is
+  IO-T1  a datagram whose first two bytes are the TPID and that has at least 4 bytes: the tag is
       stripped; with ``csig`` on (the core's ``PdsConfig.csig``) its 16 bits go to
       ``Host.receive_datagram(csig=)`` (the PDS reflects them, counted ``csig_tags``); with it
       off they are counted (``csig_unasked``) and ignored, and the rest is read as usual, so a
       relay tagging for an endpoint that did not ask still works;
-  T2  a datagram that starts with the TPID but is shorter than 4 bytes is counted (``csig_bad``)
+  IO-T2  a datagram that starts with the TPID but is shorter than 4 bytes is counted (``csig_bad``)
       and dropped: it holds no tag and no UET packet.
 
-No IP fragments (uet-facts A.1): every socket sets DF (uet.io.sockets).
-  M1  a datagram the kernel refuses as longer than the route's MTU (EMSGSIZE) is not a loss to
+No IP fragments (facts A.1): every socket sets DF (uet.io.sockets).
+  IO-M1  a datagram the kernel refuses as longer than the route's MTU (EMSGSIZE) is not a loss to
       retransmit: it is counted (``tx_too_big``), nothing more leaves the engine (no
       retransmission loop), and ``fault`` keeps the one line that says why (uet.mtu.too_big_line:
       the datagram's size, the route's MTU, the ``--mtu`` in force and what fits), which
@@ -51,7 +51,7 @@ MSG_TRUNC = int(socket.MSG_TRUNC)
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 RUN_MIN = 4  # datagrams in a row for one socket that go out in one send_batch
 META_CACHE = 4096  # DatagramMetas of arriving datagrams kept for reuse (one per 5-tuple and TOS)
-EV_SOCKETS = 256  # P2 of uet.io.endpoint: sockets bound to answered EVs, least recently used closed
+EV_SOCKETS = 256  # IO-P2 of uet.io.endpoint: sockets bound to answered EVs, least recently used closed
 TOS_ANSWER = DSCP_CONTROL << 2  # what most answers carry (DSCP 46, Not-ECT)
 
 
@@ -97,14 +97,14 @@ class SocketEngine:
                  make_ev: Callable[[str, int], socket.socket] | None = None,
                  ev_sockets: int = EV_SOCKETS):
         self.host = host
-        self.csig_tpid = tpid_bytes(csig_ethertype)  # T1, T2
-        self.csig = host.pds.config.csig is not None        # T1: tags go to the core
+        self.csig_tpid = tpid_bytes(csig_ethertype)  # IO-T1, IO-T2
+        self.csig = host.pds.config.csig is not None        # IO-T1: tags go to the core
         self.uet_sock = uet_sock
         self.entropy = entropy
         self.socks = ([uet_sock] if uet_sock else []) + entropy
         self._by_port: dict[int, _Sock] = {s.port: s for s in self.socks}
-        # P2: sockets bound to (our address, an EV we answer), least recently used first; None
-        # marks an EV that could not be bound (P3) until it ages out
+        # IO-P2: sockets bound to (our address, an EV we answer), least recently used first; None
+        # marks an EV that could not be bound (IO-P3) until it ages out
         self._ev: OrderedDict[tuple[str, int], _Sock | None] = OrderedDict()
         self._ev_max = max(1, ev_sockets)
         self._make_ev = make_ev
@@ -120,12 +120,12 @@ class SocketEngine:
         self._armed = INF
         self._backlog: deque = deque()
         self._first_tx: float | None = None
-        self.fault: str | None = None  # M1: why nothing is sent any more
-        self.native: Any = None  # uet.io.native_ip.NativeIp with --encap ip (rules N1-N6 there)
+        self.fault: str | None = None  # IO-M1: why nothing is sent any more
+        self.native: Any = None  # uet.io.native_ip.NativeIp with --encap ip (rules IO-N1 to IO-N6 there)
         self._clock = trio.current_time
         self._metas: dict[tuple, DatagramMeta] = {}
         # the receive lane reads datagrams in place (Host.receive_area): a host with lanes and
-        # without TSS (H5), whose CSIG tag cannot pass for a request's first byte (T1)
+        # without TSS (HOST-H5), whose CSIG tag cannot pass for a request's first byte (IO-T1)
         self._lanes_ok = (getattr(host.pds, "lanes", None) is not None
                           and getattr(host, "tss", None) is None
                           and self.csig_tpid[0] >> 3 not in REQUEST_TYPES)
@@ -135,10 +135,10 @@ class SocketEngine:
         raise NotImplementedError
 
     def _on_fault(self, line: str) -> None:
-        """M1: the engine stopped sending, for the reason ``line`` (the subclass's)."""
+        """IO-M1: the engine stopped sending, for the reason ``line`` (the subclass's)."""
 
     def _too_big(self, data: bytes, meta: DatagramMeta) -> None:
-        """M1 for a datagram the kernel refused with EMSGSIZE."""
+        """IO-M1 for a datagram the kernel refused with EMSGSIZE."""
         self.io["tx_too_big"] += 1
         if self.fault is None:
             host = self.host
@@ -168,8 +168,8 @@ class SocketEngine:
     def _drain(self, s: _Sock, limit: int) -> int:
         """Read up to ``limit`` datagrams of ``s`` and hand them to the core: read in place by
         the C receive lane where it serves (:meth:`_drain_area`), else as bytes
-        (:meth:`_drain_items`). Only the UET-port socket is read into the core (P4)."""
-        if s is self.native:  # N2 of uet.io.native_ip
+        (:meth:`_drain_items`). Only the UET-port socket is read into the core (IO-P4)."""
+        if s is self.native:  # IO-N2 of uet.io.native_ip
             return s.drain(self, limit)
         if not s.is_uet:
             return self._drain_stray(s, limit)
@@ -178,7 +178,7 @@ class SocketEngine:
         return self._drain_items(s, limit)
 
     def _drain_stray(self, s: _Sock, limit: int) -> int:
-        """P4: a datagram that reaches an entropy socket came to a port that is not the UET port
+        """IO-P4: a datagram that reaches an entropy socket came to a port that is not the UET port
         (a peer answering to the request's source port, the rule A.1 replaced): dropped,
         counted ``rx_not_uet_port``, as the reference provider drops it."""
         got, errors = recv_batch(s.sock, limit, self.recv_bufsize)
@@ -190,7 +190,7 @@ class SocketEngine:
     def _drain_items(self, s: _Sock, limit: int) -> int:
         """Read up to ``limit`` datagrams of ``s`` (one ``recvmmsg`` per batch where the C twin
         serves, uet.native.sockbatch) and hand them to the core in one call
-        (:meth:`Host.receive_datagrams`, one clock reading for the batch); a tagged one (T1)
+        (:meth:`Host.receive_datagrams`, one clock reading for the batch); a tagged one (IO-T1)
         goes alone, in its place in the order."""
         got, errors = recv_batch(s.sock, limit, self.recv_bufsize)
         io = self.io
@@ -205,7 +205,7 @@ class SocketEngine:
                 io["rx_truncated"] += 1
                 continue
             meta = self._meta(s, src, sport, dst, tos)
-            if data and data[0] == t0 and data[:2] == tpid:  # T1, T2
+            if data and data[0] == t0 and data[:2] == tpid:  # IO-T1, IO-T2
                 if items:
                     self.host.receive_datagrams(items, self._clock())
                     items = []
@@ -229,7 +229,7 @@ class SocketEngine:
             metas = self._metas
             if len(metas) >= META_CACHE:
                 metas.clear()
-            if self.native is not None:  # N4 of uet.io.native_ip: answer a UDP peer over UDP
+            if self.native is not None:  # IO-N4 of uet.io.native_ip: answer a UDP peer over UDP
                 self.native.heard_udp(src)
             meta = metas[key] = DatagramMeta(src, s.local if dst is None else dst, sport, s.port,
                                              tos & 3, tos >> 2)
@@ -262,7 +262,7 @@ class SocketEngine:
                         return None
                     meta = self._meta(s, src, sport, dst, tos)
                     if with_data and data and data[0] == tpid[0] and data[:2] == tpid:
-                        self._tagged(data, meta)  # T1, T2
+                        self._tagged(data, meta)  # IO-T1, IO-T2
                         return None
                     return data, meta
 
@@ -273,17 +273,17 @@ class SocketEngine:
         return n
 
     def _tagged(self, data: bytes, meta: DatagramMeta) -> None:
-        """T1, T2 for a datagram that starts with the TPID."""
+        """IO-T1, IO-T2 for a datagram that starts with the TPID."""
         io = self.io
         bits, rest = behind(data, self.csig_tpid)
         if bits is None:
-            io["csig_bad"] += 1  # T2
+            io["csig_bad"] += 1  # IO-T2
             return
         if self.csig:
             io["csig_tags"] += 1
             self.host.receive_datagram(rest, meta, self._clock(), csig=bits)
         else:
-            io["csig_unasked"] += 1  # T1: not asked for, ignored
+            io["csig_unasked"] += 1  # IO-T1: not asked for, ignored
             self.host.receive_datagram(rest, meta, self._clock())
 
     def _send_batch(self, out: Sequence[tuple[bytes, DatagramMeta]], start: int = 0) -> None:
@@ -292,7 +292,7 @@ class SocketEngine:
         (uet.native.sockbatch.send_batch); a shorter one (a spray that changes socket every
         datagram) with ``sendto`` / ``sendmsg`` each. A socket that would block puts the rest in
         the backlog; another failure loses that datagram (the core retransmits)."""
-        if self.native is not None:  # N1, N4 of uet.io.native_ip: the rest goes over UDP
+        if self.native is not None:  # IO-N1, IO-N4 of uet.io.native_ip: the rest goes over UDP
             out, start = self.native.send(self, out, start), 0
         sock_for = self._sock_for
         io = self.io
@@ -309,7 +309,7 @@ class SocketEngine:
                 while j < n and out[j][1].sport == meta.sport and out[j][1].src == meta.src:
                     j += 1
             else:
-                data, meta, s = self._renat(data, meta)  # P3
+                data, meta, s = self._renat(data, meta)  # IO-P3
             if j - i >= RUN_MIN:
                 k, err = self._send_run(s, out, i, j)
                 sent += k
@@ -322,7 +322,7 @@ class SocketEngine:
                     if not self._wake.is_set():
                         self._wake.set()
                     break
-                if err == EMSGSIZE:  # M1
+                if err == EMSGSIZE:  # IO-M1
                     self._too_big(*out[i])
                     break
                 io["tx_errors"] += 1
@@ -341,7 +341,7 @@ class SocketEngine:
                     self._wake.set()
                 break
             except OSError as exc:
-                if exc.errno == EMSGSIZE:  # M1
+                if exc.errno == EMSGSIZE:  # IO-M1
                     self._too_big(data, meta)
                     break
                 io["tx_errors"] += 1
@@ -368,9 +368,9 @@ class SocketEngine:
         return k, err
 
     def _ev_sock(self, src: str, port: int) -> _Sock | None:
-        """P2: the socket bound to (``src``, ``port``) that answers leave by, from the cache
+        """IO-P2: the socket bound to (``src``, ``port``) that answers leave by, from the cache
         (opened on first use; beyond ``ev_sockets`` the least recently used is closed); None
-        when that port cannot be bound (P3, counted ``ev_unbound``)."""
+        when that port cannot be bound (IO-P3, counted ``ev_unbound``)."""
         key = (src, port)
         cache = self._ev
         if key in cache:
@@ -400,26 +400,26 @@ class SocketEngine:
         self._ev.clear()
 
     def _sock_for(self, meta: DatagramMeta) -> _Sock | None:
-        """P1, P2: ours whose port is the datagram's source port (on its source address), else
-        the EV socket of (source address, source port); None: P3."""
+        """IO-P1, IO-P2: ours whose port is the datagram's source port (on its source address), else
+        the EV socket of (source address, source port); None: IO-P3."""
         s = self._by_port.get(meta.sport)
         if s is None or not (s.wildcard or s.local == meta.src):
             s = self._ev_sock(meta.src, meta.sport)
         return s
 
     def _route(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, DatagramMeta, _Sock]:
-        """P1-P3 for one datagram: (its bytes, its meta, the socket it leaves by)."""
+        """IO-P1 to IO-P3 for one datagram: (its bytes, its meta, the socket it leaves by)."""
         s = self._sock_for(meta)
         return (data, meta, s) if s is not None else self._renat(data, meta)
 
     def _renat(self, data: bytes, meta: DatagramMeta) -> tuple[bytes, DatagramMeta, _Sock]:
-        """P3: a datagram whose source port could not be bound leaves by the UET-port socket
+        """IO-P3: a datagram whose source port could not be bound leaves by the UET-port socket
         (else an entropy socket), its trailer recomputed for that port, as a NAT would."""
         pool = [self.uet_sock] if self.uet_sock is not None else self.entropy
         s = pool[meta.sport % len(pool)]
         self.io["tx_renat"] += 1
         m2 = DatagramMeta(meta.src, meta.dst, s.port, meta.dport, meta.ecn, meta.dscp)
-        if data and data[0] >> 3 == 1:  # TSS (H5 of uet.host): no port in its AAD, nothing to redo
+        if data and data[0] >> 3 == 1:  # TSS (HOST-H5 of uet.host): no port in its AAD, nothing to redo
             return data, m2, s
         return seal((data[:-4],), m2), m2, s
 
@@ -428,7 +428,7 @@ class SocketEngine:
         core = self.host
         if self._backlog:
             self.io["tx_deferred"] += 1
-        elif self.fault is None:  # M1: nothing leaves after EMSGSIZE
+        elif self.fault is None:  # IO-M1: nothing leaves after EMSGSIZE
             out = core.datagrams_to_send(self._clock())
             if out:
                 self._send_batch(out)
@@ -485,7 +485,7 @@ class SocketEngine:
         bl = self._backlog
         while bl:
             native = self.native
-            if native is not None and native.over_ip(bl[0][1]):  # N5 of uet.io.native_ip
+            if native is not None and native.over_ip(bl[0][1]):  # IO-N5 of uet.io.native_ip
                 sock = native.sock
             else:
                 sock = self._route(*bl[0])[2].sock

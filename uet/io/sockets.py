@@ -3,7 +3,7 @@ metadata. Linux constants that the :mod:`socket` module does not export are spel
 
 What the options do, and what was measured on this machine (Linux 6.x):
 
-* IPv4 zero checksum (design.md "Defaults"): ``SO_NO_CHECK`` (SOL_SOCKET, 11) makes the kernel send
+* IPv4 zero checksum (docs/design-notes.md "Defaults"): ``SO_NO_CHECK`` (SOL_SOCKET, 11) makes the kernel send
   UDP checksum 0. Receiving a zero checksum needs nothing on IPv4 (RFC 768: 0 = not computed).
 * IPv6 zero checksum: ``UDP_NO_CHECK6_TX`` (SOL_UDP, 101) sends checksum 0. RFC 8200 forbids it
   unless the receiver opts in (RFC 6936), and Linux enforces that even on loopback: a zero-checksum
@@ -24,9 +24,9 @@ What the options do, and what was measured on this machine (Linux 6.x):
   it sent to.
 * Buffers: ``SO_RCVBUFFORCE``/``SO_SNDBUFFORCE`` (root) or ``SO_RCVBUF``/``SO_SNDBUF`` (capped by
   net.core.rmem_max/wmem_max) so that a whole send window fits in the receive queue.
-* No IP fragments (uet-facts A.1): every socket sets DF (``uet.mtu.set_dont_fragment``: IPv4
+* No IP fragments (facts A.1): every socket sets DF (``uet.mtu.set_dont_fragment``: IPv4
   ``IP_MTU_DISCOVER = IP_PMTUDISC_DO``, IPv6 ``IPV6_DONTFRAG``), so a datagram longer than the
-  route's MTU fails with EMSGSIZE (uet.io.engine M1) instead of leaving in fragments.
+  route's MTU fails with EMSGSIZE (uet.io.engine IO-M1) instead of leaving in fragments.
 * Batches (issue 15): the engine reads with ``recvmmsg`` and sends with ``sendmmsg`` (one system
   call per batch, through cffi) where :mod:`uet.native.sockbatch` has its C twin (IPv4); the
   reference there is the per-datagram ``recvmsg`` / ``sendto`` / ``sendmsg`` above.

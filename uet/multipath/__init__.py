@@ -1,4 +1,4 @@
-"""Multipath: how a sender picks the entropy value (the UDP source port, uet-facts.md A.1, E.5)
+"""Multipath: how a sender picks the entropy value (the UDP source port, docs/facts.md A.1, E.5)
 of each packet. The PDS only knows :class:`EntropySelector`; the policies are oblivious spraying
 (round-robin, random, htsim's per-round order), one EV, and REPS (E.5, E.6); a CSIG-aware
 selector (E.4) wraps any of them; :class:`SelectorFactory` builds them from a plain description

@@ -4,8 +4,8 @@ is said once, as data (:class:`SelectorSpec`: the policy, its values, the CSIG k
 ``entropy_factory`` of :class:`uet.pds.PdsConfig`). So the sans-IO core never calls back into the
 layer that opened the sockets: a live endpoint (uet.io) only describes its entropy sockets.
 
-With the PDC's ``csig`` set (E.4, the PDS's rule I16) the policy goes inside a
-:class:`uet.multipath.csig.CsigSelector` (K1-K5) with the description's scale and knobs.
+With the PDC's ``csig`` set (E.4, the PDS's rule PDS-I16) the policy goes inside a
+:class:`uet.multipath.csig.CsigSelector` (MULTIPATH-K1 to MULTIPATH-K5) with the description's scale and knobs.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ class SelectorSpec:
     values: Sequence[int] | None = None    # its EVs (a live endpoint's entropy ports); None:
                                            # ``entropy_values`` seeded ones per PDC
     rehash_on_timeout: bool = True         # ``single``: a timeout moves to a new random EV
-    csig_scale: Scale | None = None        # the CSIG selector's scale (C2) ...
-    csig_knobs: Mapping[str, float] = field(default_factory=dict)  # ... and K2-K4 knobs
+    csig_scale: Scale | None = None        # the CSIG selector's scale (CMS-C2) ...
+    csig_knobs: Mapping[str, float] = field(default_factory=dict)  # ... and MULTIPATH-K2 to MULTIPATH-K4 knobs
     alias: Callable[[int], int] | None = None  # a reflected EV -> ours (a relay remapped it)
 
     def __post_init__(self) -> None:

@@ -1,17 +1,17 @@
 """The two spraying policies of the UEC's reference simulator: REPS (recycled entropy packet
-spraying, uet-facts E.5, with the details of uet-htsim, E.6) and its oblivious spraying (E.6).
-Path health (H1-H4 of base.py) wraps both, as it wraps every policy: :meth:`next` still skips a
+spraying, facts E.5, with the details of uet-htsim, E.6) and its oblivious spraying (E.6).
+Path health (MULTIPATH-H1 to MULTIPATH-H4 of base.py) wraps both, as it wraps every policy: :meth:`next` still skips a
 failed EV, whatever these policies choose.
 
 REPS keeps a ring of ``ring_size`` slots {EV, valid}; the rules:
 
-  R1  recycle (E.5, E.6): an ACK without CE puts the EV it echoes (the EV of the request it
+  MULTIPATH-R1  recycle (E.5, E.6): an ACK without CE puts the EV it echoes (the EV of the request it
       acknowledges) into the next slot of the ring, overwriting what was there, as valid. Only
       EVs of ``values`` are recycled: an echo of an EV this sender never sprays on (RP's fixed
       control EV, E.5; a peer's bug) must not become a path to send on.
-  R2  reuse (E.5, E.6): :meth:`choose` takes the oldest valid EV and invalidates its slot, so a
+  MULTIPATH-R2  reuse (E.5, E.6): :meth:`choose` takes the oldest valid EV and invalidates its slot, so a
       recycled EV carries one packet per recycling (one ACK, one reuse).
-  R3  forget (E.6): CE on an ACK, or a NACK, forgets that EV: every valid slot holding it is
+  MULTIPATH-R3  forget (E.6): CE on an ACK, or a NACK, forgets that EV: every valid slot holding it is
       invalidated. TRIMMED (0x01) and TRIMMED_ACK (0x03) NACKs forget only with
       ``forget_on_trim`` (default True). htsim counts a trim at the last hop as good (the
       receiver, not the path, is congested); this project cannot tell a last-hop trim apart
@@ -19,24 +19,24 @@ REPS keeps a ring of ``ring_size`` slots {EV, valid}; the rules:
       TRIMMED may be either and forgetting is the safe reading; ``forget_on_trim=False`` treats
       every trim as htsim treats a last-hop one. A TRIMMED_LASTHOP (0x02) from a peer that does
       tell them apart never forgets (E.6). A NACK never recycles.
-  R4  explore (E.5): with no valid EV in the ring, the next EV is drawn at random (the seeded
+  MULTIPATH-R4  explore (E.5): with no valid EV in the ring, the next EV is drawn at random (the seeded
       ``rng``) from ``values``, the N EVs ``--entropies N`` gives the sender.
-  R5  freeze (E.5, E.6): :meth:`on_timeout` freezes the sender for ``freeze_time`` (10 ms) from
+  MULTIPATH-R5  freeze (E.5, E.6): :meth:`on_timeout` freezes the sender for ``freeze_time`` (10 ms) from
       that moment (a timeout while frozen extends it): :meth:`choose` cycles round-robin over
       the EVs stored in the ring, valid or not, in slot order, without invalidating them (with
-      an empty ring there is nothing to cycle over, so it explores, R4). R1 and R3 go on.
-  R6  thaw (E.6): at the first :meth:`choose` at or after the end of the freeze the ring is
-      cleared and the next ``explore_after_freeze`` (16) choices are fresh random EVs (R4),
-      whatever the ring holds by then; after that R2 and R4 again.
+      an empty ring there is nothing to cycle over, so it explores, MULTIPATH-R4). MULTIPATH-R1 and MULTIPATH-R3 go on.
+  MULTIPATH-R6  thaw (E.6): at the first :meth:`choose` at or after the end of the freeze the ring is
+      cleared and the next ``explore_after_freeze`` (16) choices are fresh random EVs (MULTIPATH-R4),
+      whatever the ring holds by then; after that MULTIPATH-R2 and MULTIPATH-R4 again.
 
 ``ring`` (a list of (EV or None, valid) in slot order) and ``counters`` (recycled, explored,
-forgotten: slots invalidated by R3, frozen_picks, freezes: timeouts) are for tests and the
+forgotten: slots invalidated by MULTIPATH-R3, frozen_picks, freezes: timeouts) are for tests and the
 simulator's statistics. ``counters`` counts :meth:`choose` calls, which :meth:`next` may make
-several of for one packet when it skips failed EVs (H1).
+several of for one packet when it skips failed EVs (MULTIPATH-H1).
 
 Oblivious spraying (E.6, :class:`ObliviousSpray`):
 
-  O1  every EV of ``values`` is used exactly once per round of N = len(values) choices, in a
+  MULTIPATH-O1  every EV of ``values`` is used exactly once per round of N = len(values) choices, in a
       new seeded random order each round. htsim's order is EV index = (i XOR x) mod N with a new
       random x in [0, N) every N packets; that is a permutation only when N is a power of two,
       so it is used then (htsim's sequence, and two rounds may repeat, as in htsim, when x
@@ -55,14 +55,14 @@ REPS_RING_SIZE = 8  # E.5 (ns-3 RepsRouting buffer) and E.6 (htsim's 8-slot ring
 REPS_FREEZE_TIME = 10e-3  # E.6: a retransmission timeout freezes the sender for 10 ms
 REPS_EXPLORE_AFTER_FREEZE = 16  # E.6: 16 random EVs are explored after a freeze
 
-NACK_TRIMMED = NACK_BY_NAME["TRIMMED"]  # B.11 0x01: trimmed somewhere in the fabric (R3)
-NACK_TRIMMED_LASTHOP = NACK_BY_NAME["TRIMMED_LASTHOP"]  # B.11 0x02: the receiver's hop (R3)
-NACK_TRIMMED_ACK = NACK_BY_NAME["TRIMMED_ACK"]  # B.11 0x03: a read-data ACK trimmed (R3)
+NACK_TRIMMED = NACK_BY_NAME["TRIMMED"]  # B.11 0x01: trimmed somewhere in the fabric (MULTIPATH-R3)
+NACK_TRIMMED_LASTHOP = NACK_BY_NAME["TRIMMED_LASTHOP"]  # B.11 0x02: the receiver's hop (MULTIPATH-R3)
+NACK_TRIMMED_ACK = NACK_BY_NAME["TRIMMED_ACK"]  # B.11 0x03: a read-data ACK trimmed (MULTIPATH-R3)
 _FABRIC_TRIMS = frozenset({NACK_TRIMMED, NACK_TRIMMED_ACK})  # the trims forget_on_trim governs
 
 
 class Reps(EntropySelector):
-    """REPS (R1-R6 above) over ``values``, exploring with the seeded ``rng``."""
+    """REPS (MULTIPATH-R1 to MULTIPATH-R6 above) over ``values``, exploring with the seeded ``rng``."""
 
     def __init__(self, values: Sequence[int], rng: random.Random, *,
                  ring_size: int = REPS_RING_SIZE, freeze_time: float = REPS_FREEZE_TIME,
@@ -74,17 +74,17 @@ class Reps(EntropySelector):
         if freeze_time < 0 or explore_after_freeze < 0:
             raise ValueError("freeze_time and explore_after_freeze must not be negative")
         self._rng = rng
-        self._members = frozenset(self.values)  # R1: only these are recycled
+        self._members = frozenset(self.values)  # MULTIPATH-R1: only these are recycled
         self.ring_size = ring_size
         self.freeze_time = freeze_time
         self.explore_after_freeze = explore_after_freeze
         self.forget_on_trim = forget_on_trim
         self._evs: list[int | None] = [None] * ring_size  # None: the slot never held an EV
         self._valid: list[bool] = [False] * ring_size
-        self._head = 0  # the next slot R1 writes, so also the oldest one (R2 scans from it)
-        self._frozen_until: float | None = None  # R5: end of the freeze, None when not frozen
-        self._cursor = 0  # R5: the next slot the frozen round-robin looks at
-        self._explore_left = 0  # R6: fresh explorations still owed after a freeze
+        self._head = 0  # the next slot MULTIPATH-R1 writes, so also the oldest one (MULTIPATH-R2 scans from it)
+        self._frozen_until: float | None = None  # MULTIPATH-R5: end of the freeze, None when not frozen
+        self._cursor = 0  # MULTIPATH-R5: the next slot the frozen round-robin looks at
+        self._explore_left = 0  # MULTIPATH-R6: fresh explorations still owed after a freeze
         self.counters: dict[str, int] = dict.fromkeys(
             ("recycled", "explored", "forgotten", "frozen_picks", "freezes"), 0)
 
@@ -96,7 +96,7 @@ class Reps(EntropySelector):
 
     @property
     def frozen(self) -> bool:
-        """Whether a freeze (R5) is on, or over but not yet ended by a :meth:`choose` (R6)."""
+        """Whether a freeze (MULTIPATH-R5) is on, or over but not yet ended by a :meth:`choose` (MULTIPATH-R6)."""
         return self._frozen_until is not None
 
     # --- the policy ----------------------------------------------------------------------------
@@ -108,25 +108,25 @@ class Reps(EntropySelector):
                 if ev is not None:
                     self.counters["frozen_picks"] += 1
                     return ev
-                return self._explore()  # R5: an empty ring has nothing to cycle over
-            self._thaw()  # R6
+                return self._explore()  # MULTIPATH-R5: an empty ring has nothing to cycle over
+            self._thaw()  # MULTIPATH-R6
         if self._explore_left:
             self._explore_left -= 1
-            return self._explore()  # R6
+            return self._explore()  # MULTIPATH-R6
         evs, valid, n = self._evs, self._valid, self.ring_size
-        for k in range(n):  # R2: the oldest valid slot, starting at the oldest slot
+        for k in range(n):  # MULTIPATH-R2: the oldest valid slot, starting at the oldest slot
             i = (self._head + k) % n
             if valid[i]:
                 valid[i] = False
                 return evs[i]  # type: ignore[return-value]  # a valid slot holds an EV
-        return self._explore()  # R4
+        return self._explore()  # MULTIPATH-R4
 
     def _explore(self) -> int:
         self.counters["explored"] += 1
         return self.values[self._rng.randrange(len(self.values))]
 
     def _frozen_pick(self) -> int | None:
-        """R5: the next stored EV in slot order from the cursor, valid or not; None if none."""
+        """MULTIPATH-R5: the next stored EV in slot order from the cursor, valid or not; None if none."""
         evs, n = self._evs, self.ring_size
         for k in range(n):
             i = (self._cursor + k) % n
@@ -136,7 +136,7 @@ class Reps(EntropySelector):
         return None
 
     def _thaw(self) -> None:
-        """R6: the freeze is over: forget the ring, owe ``explore_after_freeze`` explorations."""
+        """MULTIPATH-R6: the freeze is over: forget the ring, owe ``explore_after_freeze`` explorations."""
         self._frozen_until = None
         self._evs = [None] * self.ring_size
         self._valid = [False] * self.ring_size
@@ -144,7 +144,7 @@ class Reps(EntropySelector):
         self._explore_left = self.explore_after_freeze
 
     def _recycle(self, ev: int) -> None:
-        """R1: ``ev`` into the next slot, overwriting the oldest."""
+        """MULTIPATH-R1: ``ev`` into the next slot, overwriting the oldest."""
         i = self._head
         self._evs[i] = ev
         self._valid[i] = True
@@ -152,46 +152,46 @@ class Reps(EntropySelector):
         self.counters["recycled"] += 1
 
     def _forget(self, ev: int) -> None:
-        """R3: invalidate every valid slot holding ``ev`` (it stays stored for R5)."""
+        """MULTIPATH-R3: invalidate every valid slot holding ``ev`` (it stays stored for MULTIPATH-R5)."""
         evs, valid = self._evs, self._valid
         for i in range(self.ring_size):
             if valid[i] and evs[i] == ev:
                 valid[i] = False
                 self.counters["forgotten"] += 1
 
-    # --- hooks (each keeps the base's health rules H1-H4 going first) --------------------------
+    # --- hooks (each keeps the base's health rules MULTIPATH-H1 to MULTIPATH-H4 going first) --------------------------
 
     def on_ack(self, *, now: float, ev: int, ce: bool) -> None:
         super().on_ack(now=now, ev=ev, ce=ce)
         if ce:
-            self._forget(ev)  # R3
+            self._forget(ev)  # MULTIPATH-R3
         elif ev in self._members:
-            self._recycle(ev)  # R1
+            self._recycle(ev)  # MULTIPATH-R1
 
     def on_nack(self, *, now: float, ev: int, code: int) -> None:
         super().on_nack(now=now, ev=ev, code=code)
         if code == NACK_TRIMMED_LASTHOP:
-            return  # R3: the receiver is congested, not the path (E.6)
+            return  # MULTIPATH-R3: the receiver is congested, not the path (E.6)
         if code in _FABRIC_TRIMS and not self.forget_on_trim:
-            return  # R3: every trim taken as a last-hop one
-        self._forget(ev)  # R3
+            return  # MULTIPATH-R3: every trim taken as a last-hop one
+        self._forget(ev)  # MULTIPATH-R3
 
     def on_timeout(self, *, now: float) -> None:
         super().on_timeout(now=now)
         if self._frozen_until is None:
-            self._cursor = 0  # R5: a new freeze cycles from the first slot
-        self._frozen_until = now + self.freeze_time  # R5 (a timeout while frozen extends it)
+            self._cursor = 0  # MULTIPATH-R5: a new freeze cycles from the first slot
+        self._frozen_until = now + self.freeze_time  # MULTIPATH-R5 (a timeout while frozen extends it)
         self.counters["freezes"] += 1
 
 
 class ObliviousSpray(EntropySelector):
-    """Oblivious spraying (O1 above): each EV once per round of N, a new seeded order each round."""
+    """Oblivious spraying (MULTIPATH-O1 above): each EV once per round of N, a new seeded order each round."""
 
     def __init__(self, values: Sequence[int], rng: random.Random):
         super().__init__(values)
         self._rng = rng
         self._n = len(self.values)
-        self._xor = self._n & (self._n - 1) == 0  # O1: htsim's XOR order when N is 2^k
+        self._xor = self._n & (self._n - 1) == 0  # MULTIPATH-O1: htsim's XOR order when N is 2^k
         self._order: list[int] = []
         self._i = self._n  # position in the round; a new round when it reaches N (so at once)
         self.rounds = 0  # rounds started (for tests and statistics)
@@ -206,11 +206,11 @@ class ObliviousSpray(EntropySelector):
     def _new_round(self) -> None:
         n = self._n
         if self._xor:
-            x = self._rng.randrange(n)  # O1: (i XOR x) mod N, a permutation for N = 2^k
+            x = self._rng.randrange(n)  # MULTIPATH-O1: (i XOR x) mod N, a permutation for N = 2^k
             self._order = [(i ^ x) % n for i in range(n)]
         else:
             order = list(range(n))
-            self._rng.shuffle(order)  # O1: XOR would repeat and skip EVs for other N
+            self._rng.shuffle(order)  # MULTIPATH-O1: XOR would repeat and skip EVs for other N
             self._order = order
         self._i = 0
         self.rounds += 1

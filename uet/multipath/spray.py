@@ -1,6 +1,6 @@
 """Oblivious spraying policies (round-robin and seeded random), the single-EV ECMP baseline, and
 :func:`make_selector`, which builds one by name (these, or REPS and htsim's oblivious spraying
-from reps.py). Path health (H1-H4) is the base class's."""
+from reps.py). Path health (MULTIPATH-H1 to MULTIPATH-H4) is the base class's."""
 
 from __future__ import annotations
 

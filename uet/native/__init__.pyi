@@ -30,7 +30,7 @@ def crc32(data: _BytesLike, crc: int = 0) -> int:
     """Ordinary zlib CRC-32 (IEEE 802.3), same chaining rule as zlib.crc32."""
 
 def roce_icrc(ip_packet: _BytesLike) -> int:
-    """RoCEv2 ICRC (uet-facts.md G.6) of an IP packet.
+    """RoCEv2 ICRC (docs/facts.md G.6) of an IP packet.
 
     ``ip_packet`` starts at the IPv4 or IPv6 header (version from the first
     nibble; IPv4 header length from IHL; for IPv6 the UDP header follows the

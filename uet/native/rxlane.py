@@ -1,9 +1,9 @@
 """The receive lane (issue 15 item 1): one C call takes a middle packet of a SEND or TAGGED_SEND
 on an open RUD PDC, or on an open ROD PDC when it is the next PSN to deliver and nothing is
-buffered (W4), from an IPv4 or IPv6 peer, into reassembly storage already in use - trailer check
-(A.3), header parse (B.5, D.3), PSN window (W1), placement, the ACK decision (A1) and, where the
+buffered (PDS-W4), from an IPv4 or IPv6 peer, into reassembly storage already in use - trailer check
+(A.3), header parse (B.5, D.3), PSN window (PDS-W1), placement, the ACK decision (PDS-A1) and, where the
 PDC's ACK is a plain ACK_CC of the NSCC state (the target keeps ``ack_quick``), the ACK with its
-trailer (A2-A4) - and leaves anything else untouched for the Python reference
+trailer (PDS-A2 to PDS-A4) - and leaves anything else untouched for the Python reference
 (uet.pds.endpoint ``_receive``, uet.pds.target, uet.ses.target), the only Python path: it runs
 whatever the C lane does not take, and everything when the C backend does not run
 (``UET_NATIVE=0``). ``native/rxlane.c`` is the C; tests/native/test_rxlane.py drives the same

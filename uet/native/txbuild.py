@@ -2,7 +2,7 @@
 
 This module owns the bytes of the new requests that :meth:`uet.pds.initiator.Initiator._send_new`
 sends once the PDC is established: per
-packet the request header (uet-facts.md B.5, no SYN form, RETX 0), the SES header of the item's
+packet the request header (docs/facts.md B.5, no SYN form, RETX 0), the SES header of the item's
 packet, its payload and the CRC-32C trailer (A.3). The decisions (which packets, their PSNs, AR,
 entropy) stay with the caller; a run is packets ``first .. first + len(ar) - 1`` of one item with
 PSNs ``psn, psn + 1, ...`` (mod 2^32).

@@ -1,4 +1,4 @@
-"""The network model (design.md "The second wave": one model for every driver): what a path does
+"""The network model (docs/design-notes.md "The second wave": one model for every driver): what a path does
 to a datagram - rate, delay, queueing, ECN marking, trimming, loss, corruption, reordering,
 duplication, failure - and which path ECMP gives it. Pure code with no clock and no sockets:
 :mod:`uet.sim` drives it in virtual time, :mod:`uet.fabric` in wall time. Each rule is written

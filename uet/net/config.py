@@ -1,4 +1,4 @@
-"""The one description of a multipath network (design.md "Test beds" 1 and 2): paths with their
+"""The one description of a multipath network (docs/design-notes.md "Test beds" 1 and 2): paths with their
 rate, delay and queues, ECN marking, trimming, the impairments and path failures, and ECMP.
 ``uet sim`` (virtual time), ``uet fabric`` and ``uet demo`` (wall time) each extend it with what
 only they have; the names and meanings are the same everywhere."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-TRIM_KEEP = 256  # design.md "Defaults": a trimming switch keeps the first 256 bytes of UDP payload
+TRIM_KEEP = 256  # docs/design-notes.md "Defaults": a trimming switch keeps the first 256 bytes of UDP payload
 
 
 @dataclass

@@ -1,17 +1,17 @@
-"""CSIG stamping (uet-facts E.4): what a queue does to a CSIG tag passing it, written once for the
-switch ports of the many-host simulator (:class:`uet.net.switch.Port`, S5-S6) and the links of the
+"""CSIG stamping (facts E.4): what a queue does to a CSIG tag passing it, written once for the
+switch ports of the many-host simulator (:class:`uet.net.switch.Port`, NET-S5 to NET-S6) and the links of the
 live relay (:class:`uet.fabric.paths.Link`, L1-L4). The tag, its buckets and compare-and-replace
-are rules C1-C4 of :mod:`uet.cms.csig`; here is only what a hop does with them.
+are rules CMS-C1 to CMS-C4 of :mod:`uet.cms.csig`; here is only what a hop does with them.
 
-  G1  the utilisation a bandwidth signal (ABW, ABW/C) reads is an exponentially weighted average
+  NET-G1  the utilisation a bandwidth signal (ABW, ABW/C) reads is an exponentially weighted average
       of the link's busy fraction with time constant ``tau``, brought up to ``now`` from ``since``
       knowing that the link was busy until ``end`` and idle after it (exact for that piecewise
       constant signal: :func:`utilisation`). E.4 names the signals, not how a switch measures
       them (a choice; each driver picks its ``tau``).
-  G2  a tagged data packet the hop forwards untrimmed is stamped: C3 compare and replace with the
+  NET-G2  a tagged data packet the hop forwards untrimmed is stamped: CMS-C3 compare and replace with the
       hop's bucket and locator; counted ``csig_stamped`` (compared) and ``csig_replaced``
       (changed) on the hop (:func:`stamp_on`).
-  G3  a tagged packet the hop trims gets d (do-not-update) set (E.4, C.6) and is not stamped;
+  NET-G3  a tagged packet the hop trims gets d (do-not-update) set (E.4, C.6) and is not stamped;
       counted ``csig_d_set`` when d was not set already (:func:`trim_on`).
 """
 
@@ -23,7 +23,7 @@ from ..cms.csig import set_d, stamp
 
 
 def utilisation(u: float, since: float, end: float, now: float, tau: float) -> float:
-    """G1: the average ``u`` as of ``since``, brought up to ``now`` (busy until ``end``)."""
+    """NET-G1: the average ``u`` as of ``since``, brought up to ``now`` (busy until ``end``)."""
     if now <= since:
         return u
     end = min(max(end, since), now)
@@ -35,7 +35,7 @@ def utilisation(u: float, since: float, end: float, now: float, tau: float) -> f
 
 
 def stamp_on(hop: object, bits: int, bucket: int, lm: int) -> int:
-    """G2: the tag ``bits`` after ``hop`` (its counters moved) stamped it with ``bucket``."""
+    """NET-G2: the tag ``bits`` after ``hop`` (its counters moved) stamped it with ``bucket``."""
     new = stamp(bits, bucket, lm)
     hop.csig_stamped += 1  # type: ignore[attr-defined]
     if new != bits:
@@ -44,7 +44,7 @@ def stamp_on(hop: object, bits: int, bucket: int, lm: int) -> int:
 
 
 def trim_on(hop: object, bits: int) -> int:
-    """G3: the tag ``bits`` of a packet ``hop`` trimmed."""
+    """NET-G3: the tag ``bits`` of a packet ``hop`` trimmed."""
     if not bits & 2:
         hop.csig_d_set += 1  # type: ignore[attr-defined]
     return set_d(bits)

@@ -1,20 +1,20 @@
 """ECMP: which path a datagram takes, for every topology and driver (the two-host paths of
 ``uet sim --topology paths:N`` and the live relay, the switches of ``leafspine``/``fattree``, the
-RoCE fabric of ``uet compare``). Switches hash the entropy value (uet-facts E.5: "every packet
+RoCE fabric of ``uet compare``). Switches hash the entropy value (facts E.5: "every packet
 carries an entropy value... switches hash it for ECMP"); over UDP the entropy is the source port of
 every UET datagram, requests and answers alike, since an answer copies its request's EV into its
 own source port and goes to the UET port like any other (A.1, H.1 #19).
 
-  M1  parallel paths (:class:`Ecmp`, ``paths:N`` and the live relay): the path is a function of
+  NET-M1  parallel paths (:class:`Ecmp`, ``paths:N`` and the live relay): the path is a function of
       the EV alone, so it is the same in both directions: "hash" (default) mixes the EV with a
       per-run salt (:func:`salt`), "mod" takes it modulo the number of paths.
-  M2  switches (:func:`five_tuple_key`, :func:`pick`): the input is the hash of the frame's own
+  NET-M2  switches (:func:`five_tuple_key`, :func:`pick`): the input is the hash of the frame's own
       5-tuple bytes (IPv4 addresses and UDP ports, the source port being the EV), read once at the
       sender; each switch XORs its own salt (:func:`switch_salts`, so that switches do not all
       make the same choice) and spreads the result over its up ports by Fibonacci hashing. Each
       frame's own 5-tuple is hashed, so an ACK (addresses swapped, the UET port as destination)
       takes a path of its own, as in real fabrics. A RoCE QP's fixed source port pins it to one
-      path the same way (uet.compare.ports R5).
+      path the same way (uet.compare.ports COMPARE-R5).
 """
 
 from __future__ import annotations
@@ -30,29 +30,29 @@ T = TypeVar("T")
 
 
 def salt(seed: int) -> int:
-    """M1: the per-run salt a seed gives the hash (so that seeds differ in their path maps)."""
+    """NET-M1: the per-run salt a seed gives the hash (so that seeds differ in their path maps)."""
     return zlib.crc32((seed & ((1 << 64) - 1)).to_bytes(8, "big"))
 
 
 def five_tuple_key(frame: bytes) -> int:
-    """M2: the ECMP input of an Ethernet/IPv4/UDP frame (or its first 42 bytes): a CRC-32 of the
+    """NET-M2: the ECMP input of an Ethernet/IPv4/UDP frame (or its first 42 bytes): a CRC-32 of the
     IPv4 source and destination addresses and the UDP ports."""
     return zlib.crc32(frame[26:38])
 
 
 def switch_salts(seed: int, names: Iterable[str]) -> dict[str, int]:
-    """M2: each switch's salt, drawn in ``names`` order from a generator the run's seed gives."""
+    """NET-M2: each switch's salt, drawn in ``names`` order from a generator the run's seed gives."""
     rng = random.Random(seed ^ 0xEC3F)
     return {n: rng.getrandbits(32) for n in names}
 
 
 def pick(ports: Sequence[T], key: int, salt: int) -> T:
-    """M2: the up port a switch with ``salt`` gives a frame of 5-tuple hash ``key``."""
+    """NET-M2: the up port a switch with ``salt`` gives a frame of 5-tuple hash ``key``."""
     return ports[(((key ^ salt) * HASH_MUL & 0xFFFFFFFF) >> 8) % len(ports)]
 
 
 class Ecmp:
-    """M1. ``entropy_path(ev)``: "hash" (default) mixes the entropy value with the salt; "mod"
+    """NET-M1. ``entropy_path(ev)``: "hash" (default) mixes the entropy value with the salt; "mod"
     takes it modulo the number of paths (consecutive values on consecutive paths).
     ``path(src, dst, sport, dport)`` is the path of a datagram's entropy: its source port (A.1)."""
 

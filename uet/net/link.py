@@ -1,16 +1,16 @@
 """One direction of one path, as pure code: a datagram and ``now`` in, what happens to it and when
 out. The simulator calls it in virtual time, the live relay in wall time; neither copies a rule.
 
-Per datagram, in this order (design.md "Test beds"):
+Per datagram, in this order (docs/design-notes.md "Test beds"):
 
 1. a failed path drops everything from its fail time on;
 2. random loss;
-3. random trimming of a trimmable data packet (N3 of :mod:`uet.net.ecn`);
+3. random trimming of a trimmable data packet (NET-N3 of :mod:`uet.net.ecn`);
 4. queue admission: the queue is modelled by the time the link is busy until; a datagram that does
    not fit in ``queue_bytes`` is trimmed when trimmable (``trim_on_overflow``; the arriving one:
-   the link keeps no packets to choose from, uet.net.ecn N4), else dropped;
-5. ECN: N1 of :mod:`uet.net.ecn` (RED from ``kmin_bytes`` to ``kmax_bytes``, uet-facts A.2) on
-   the depth the datagram joins (N2: a busy-time queue decides on enqueue);
+   the link keeps no packets to choose from, uet.net.ecn NET-N4), else dropped;
+5. ECN: NET-N1 of :mod:`uet.net.ecn` (RED from ``kmin_bytes`` to ``kmax_bytes``, facts A.2) on
+   the depth the datagram joins (NET-N2: a busy-time queue decides on enqueue);
 6. corruption of one bit of the UDP payload;
 7. reordering: an extra delay uniform in [0, reorder delay];
 8. duplication: a second copy up to one reorder delay after the first.
@@ -95,7 +95,7 @@ class Link:
             self.loss_drops += 1
             return _DROPPED
         keep = self._keep
-        can_trim = not control and n > keep  # N3: uet.net.ecn.trimmable, inlined (per datagram)
+        can_trim = not control and n > keep  # NET-N3: uet.net.ecn.trimmable, inlined (per datagram)
         flags = 0
         if can_trim and self._trim and rng.random() < self._trim:
             flags = TRIMMED
@@ -103,7 +103,7 @@ class Link:
         busy = self.busy
         depth = (busy - now) * self.Bps if busy > now else 0.0
         if depth + size > self.qcap:
-            if can_trim and not flags and self._overflow_trim:  # N4: the arriving one
+            if can_trim and not flags and self._overflow_trim:  # NET-N4: the arriving one
                 flags = TRIMMED
                 size = keep + self.overhead
             else:
@@ -112,7 +112,7 @@ class Link:
                 return _DROPPED
         if flags:
             self.trimmed += 1
-        if ect and depth > self._kmin and (depth >= self._kmax or red_mark(  # N1, N2 "enqueue"
+        if ect and depth > self._kmin and (depth >= self._kmax or red_mark(  # NET-N1, NET-N2 "enqueue"
                 depth, self._kmin, self._kmax, ecn_rng or rng)):
             flags |= CE
             self.ce_marked += 1

@@ -1,19 +1,19 @@
 """A route through a switched topology as one path of the live relay (``uet fabric --topology
 leafspine:...``): the topology of :mod:`uet.net.topology` (the ``uet sim --topology`` spec), its
-links as :class:`uet.net.link.Link` s (ECN N1, trimming N3 of :mod:`uet.net.ecn`), pure code with
+links as :class:`uet.net.link.Link` s (ECN NET-N1, trimming NET-N3 of :mod:`uet.net.ecn`), pure code with
 no clock and no sockets.
 
-  T1  the relay stands between two endpoints: the sender is host ``h0`` of the topology, the
+  NET-T1  the relay stands between two endpoints: the sender is host ``h0`` of the topology, the
       receiver its last host (on another ToR, pod, when there is one). Its paths are the up-down
       routes between them (:func:`routes`, in the order the switches list their up ports), and the
       answers of path i take route i backwards (up-down routes are symmetric).
-  T2  ECMP is M1 of :mod:`uet.net.ecmp` over those routes: the route is a function of the EV, the
+  NET-T2  ECMP is NET-M1 of :mod:`uet.net.ecmp` over those routes: the route is a function of the EV, the
       same in both directions, as on the relay's parallel paths.
-  T3  every link of the topology is a queue of its own, shared by the routes that cross it (the
+  NET-T3  every link of the topology is a queue of its own, shared by the routes that cross it (the
       sender's and the receiver's host links carry every route); a datagram crosses its route's
       links in turn, each offered it at the time it arrives there (store and forward), so it can
       be queued, CE-marked (its flags add up) or trimmed (it is smaller from there on) at any hop.
-  T4  the impairments (loss, trim, reorder, dup, corrupt, failure, degradation and skew of path
+  NET-T4  the impairments (loss, trim, reorder, dup, corrupt, failure, degradation and skew of path
       i) belong to the route's own link, the one into its top switch (the spine or core that
       names the route); the other links only queue. A link's one-way delay is ``rtt / 2`` over
       the route's hop count, so a route's base RTT is ``rtt`` as on parallel paths.
@@ -36,7 +36,7 @@ Hop = tuple[str, str]
 
 
 def routes(topo: Topology, src: int, dst: int) -> list[list[Hop]]:
-    """T1: every up-down route from host ``src`` to host ``dst`` as (node, node) hops."""
+    """NET-T1: every up-down route from host ``src`` to host ``dst`` as (node, node) hops."""
     out: list[list[Hop]] = []
 
     def climb(sw: str, path: list[Hop]) -> None:
@@ -57,12 +57,12 @@ def routes(topo: Topology, src: int, dst: int) -> list[list[Hop]]:
 
 
 def own_hop(route: list[Hop]) -> int:
-    """T4: the index of the route's link into its top switch."""
+    """NET-T4: the index of the route's link into its top switch."""
     return len(route) // 2 - 1
 
 
 def switched_routes(spec: str) -> list[list[Hop]]:
-    """T1: the forward routes of a ``leafspine:...`` or ``fattree:...`` spec (TopologyError for
+    """NET-T1: the forward routes of a ``leafspine:...`` or ``fattree:...`` spec (TopologyError for
     ``paths:N`` or a bad spec)."""
     kind, nums = parse_topology(spec)
     topo = build(kind, nums)  # TopologyError for paths:N
@@ -72,7 +72,7 @@ def switched_routes(spec: str) -> list[list[Hop]]:
 
 
 class Route:
-    """One direction of one route (T3): its links in order and its own one (T4)."""
+    """One direction of one route (NET-T3): its links in order and its own one (NET-T4)."""
 
     __slots__ = ("hops", "own", "keep")
 
@@ -83,7 +83,7 @@ class Route:
 
     def offer(self, now: float, n: int, control: bool, ect: bool, rng: random.Random,
               ecn_rng: random.Random | None = None) -> tuple[Fate, Link | None]:
-        """T3: the fate of a datagram across the route, and the link that dropped it (None)."""
+        """NET-T3: the fate of a datagram across the route, and the link that dropped it (None)."""
         at, flags, corrupt, dup_gap = now, 0, None, None
         keep = self.keep
         for ln in self.hops:
@@ -102,7 +102,7 @@ class Route:
 
 def build_routes(cfg: NetConfig, spec: str, direction: int, *, queue_bytes: int, overhead: int,
                  rate_gbps: list[float], fail_at: list[float]) -> list[Route]:
-    """The routes of one direction (0: sender to receiver, 1: back): every link built once (T3),
+    """The routes of one direction (0: sender to receiver, 1: back): every link built once (NET-T3),
     the own links of route i with ``cfg``'s impairments, ``rate_gbps[i]`` and ``fail_at[i]``."""
     fwd = switched_routes(spec)
     plain = NetConfig(**{f.name: getattr(cfg, f.name) for f in fields(NetConfig)})

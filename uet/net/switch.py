@@ -2,28 +2,28 @@
 sends next and when that is done. The many-host simulator (:mod:`uet.sim.fabric`) drives ports in
 virtual time; nothing here reads a clock or schedules an event.
 
-Per port (uet-facts E.6, the switch of the UEC's htsim experiments; design.md "Defaults"):
+Per port (facts E.6, the switch of the UEC's htsim experiments; docs/design-notes.md "Defaults"):
 
-  S1  two queues, served strict-priority: the priority queue holds control packets (DSCP 46:
+  NET-S1  two queues, served strict-priority: the priority queue holds control packets (DSCP 46:
       ACK, NACK, CONTROL) and trimmed headers; the data queue holds everything else. Each has
       a capacity in bytes (the data queue ``buffer_bytes``, the priority queue as much again).
-  S2  a data packet that does not fit the data queue is trimmed when it is trimmable (uet.net.ecn
-      N3) and trimming is on: its first ``trim_bytes`` UDP payload bytes are kept, the DSCP
+  NET-S2  a data packet that does not fit the data queue is trimmed when it is trimmable (uet.net.ecn
+      NET-N3) and trimming is on: its first ``trim_bytes`` UDP payload bytes are kept, the DSCP
       becomes 11, and the header joins the priority queue. Otherwise, or when the priority queue
-      is full too, it is dropped. Which packet is trimmed is N4 (``trim_victim``; default, as in
+      is full too, it is dropped. Which packet is trimmed is NET-N4 (``trim_victim``; default, as in
       htsim, E.6: the arriving one or the last one queued, with equal chance, drawn from ``rng``).
-  S3  ECN is N1 of uet.net.ecn (RED from ``kmin_bytes`` to ``kmax_bytes``, the draw from the
-      port's ``rng``) at the point N2 (``ecn_point``) names: on dequeue by default (E.6), an
+  NET-S3  ECN is NET-N1 of uet.net.ecn (RED from ``kmin_bytes`` to ``kmax_bytes``, the draw from the
+      port's ``rng``) at the point NET-N2 (``ecn_point``) names: on dequeue by default (E.6), an
       ECN-capable data packet leaving the data queue, the depth counting it; or on enqueue, the
       depth the arriving data packet joins.
-  S4  store and forward: a packet occupies the link for its frame length / rate, then arrives at
+  NET-S4  store and forward: a packet occupies the link for its frame length / rate, then arrives at
       the peer ``delay`` seconds later. A failed port (``fail_at``) drops what it would send from
       then on; a degraded one runs at a fraction of its rate (the driver builds it so).
 
-CSIG (uet-facts E.4; the tag, its buckets and compare-and-replace are rules C1-C4 of
+CSIG (facts E.4; the tag, its buckets and compare-and-replace are rules CMS-C1 to CMS-C4 of
 :mod:`uet.cms.csig`), on a port built with ``csig`` (a signal type; None, the default, is off):
 
-  S5  choice (E.4 names the signals, not how a switch measures them), what the port measures:
+  NET-S5  choice (E.4 names the signals, not how a switch measures them), what the port measures:
       ABW = capacity x (1 - utilisation) and ABW/C = 1 - utilisation, where the capacity is the
       port's own (possibly degraded) rate and the utilisation an exponentially weighted average
       of the link's busy fraction with time constant ``csig_interval`` (default 8 us), brought
@@ -34,10 +34,10 @@ CSIG (uet-facts E.4; the tag, its buckets and compare-and-replace are rules C1-C
       DELAY = the time the departing packet waited in the data queue (``Packet.enq`` to its
       dequeue); nQD = the data queue's depth left behind the departing packet over the buffer
       (an idle port says 0).
-  S6  a tagged packet (``Packet.csig``, the 16 tag bits) leaving the data queue is stamped on
-      dequeue, as ECN is marked (S3): C3 compare and replace with the port's bucket (C2, the
-      port's ``csig_scale``) and its locator ``csig_lm``; a tag with d set stays as it is (C3).
-      A tagged packet this port trims (S2) gets d set (C3, C.6) and is not stamped. Counted:
+  NET-S6  a tagged packet (``Packet.csig``, the 16 tag bits) leaving the data queue is stamped on
+      dequeue, as ECN is marked (NET-S3): CMS-C3 compare and replace with the port's bucket (CMS-C2, the
+      port's ``csig_scale``) and its locator ``csig_lm``; a tag with d set stays as it is (CMS-C3).
+      A tagged packet this port trims (NET-S2) gets d set (CMS-C3, C.6) and is not stamped. Counted:
       ``csig_stamped`` (tags compared), ``csig_replaced`` (changed), ``csig_d_set``.
 
 The queue is measured in frame bytes (Ethernet + IPv4 + UDP + UET), as the wire carries them.
@@ -56,9 +56,9 @@ from .ecn import ECN_POINT, TRIM_VICTIM, check, ecn_mark, trimmable, victim_is_l
 
 #: What a port counts.
 PORT_COUNTERS = ("tx_packets", "tx_bytes", "trimmed", "dropped", "ce_marked", "max_qbytes")
-#: What a port counts of CSIG (S6), apart: only a port with ``csig`` on moves them.
+#: What a port counts of CSIG (NET-S6), apart: only a port with ``csig`` on moves them.
 CSIG_COUNTERS = ("csig_stamped", "csig_replaced", "csig_d_set")
-CSIG_INTERVAL = 8e-6  # S5: the utilisation's time constant (choice; SAI's default is 256 us, E.4)
+CSIG_INTERVAL = 8e-6  # NET-S5: the utilisation's time constant (choice; SAI's default is 256 us, E.4)
 
 
 @dataclass(slots=True)
@@ -67,8 +67,8 @@ class Packet:
     host, from the frame's own bytes): ``dst`` the index of the destination host, ``key`` the
     hash of its 5-tuple (the ECMP input), ``control`` (DSCP 46), ``ect`` (ECN-capable); and
     what the switches did to it (trimmed, CE-marked), applied to the bytes at the host.
-    ``csig``: the 16 bits of its CSIG tag (S6; None: untagged), ``enq``: when it last joined a
-    data queue (S5)."""
+    ``csig``: the 16 bits of its CSIG tag (NET-S6; None: untagged), ``enq``: when it last joined a
+    data queue (NET-S5)."""
 
     frame: bytes
     dst: int
@@ -83,9 +83,9 @@ class Packet:
 
 
 class Port:
-    """An output port: see the module docstring (S1-S6). ``peer`` is whatever the driver wants
-    to deliver to (a switch or a host). ``csig`` (a signal type of uet.cms.csig C1, None: off),
-    ``csig_scale``, ``csig_lm`` and ``csig_interval`` configure S5, S6; they may be changed
+    """An output port: see the module docstring (NET-S1 to NET-S6). ``peer`` is whatever the driver wants
+    to deliver to (a switch or a host). ``csig`` (a signal type of uet.cms.csig CMS-C1, None: off),
+    ``csig_scale``, ``csig_lm`` and ``csig_interval`` configure NET-S5, NET-S6; they may be changed
     between packets."""
 
     __slots__ = PORT_COUNTERS + CSIG_COUNTERS + (
@@ -114,7 +114,7 @@ class Port:
         self.Bps = rate_bps / 8
         self.delay = delay
         self.cap = buffer_bytes
-        self.pcap = buffer_bytes  # S1
+        self.pcap = buffer_bytes  # NET-S1
         self.kmin = kmin_bytes
         self.kspan = kmax_bytes - kmin_bytes
         self.trim_bytes = trim_bytes
@@ -133,19 +133,19 @@ class Port:
         self.csig_scale = csig_scale or Scale()
         self.csig_lm = csig_lm
         self.csig_interval = csig_interval
-        self.util = 0.0  # S5: the averaged busy fraction, as of u_since
+        self.util = 0.0  # NET-S5: the averaged busy fraction, as of u_since
         self.u_since = 0.0
         self.tx_end = 0.0  # when the link finishes (finished) its last packet
-        self.ecn_point = ecn_point      # uet.net.ecn N2
+        self.ecn_point = ecn_point      # uet.net.ecn NET-N2
         self._mark_in = ecn_point == "enqueue"
-        self.trim_victim = trim_victim  # uet.net.ecn N4
+        self.trim_victim = trim_victim  # uet.net.ecn NET-N4
 
     def _account(self, now: float) -> None:
         self.q_area += self.qbytes * (now - self.q_since)
         self.q_since = now
 
     def enqueue(self, pkt: Packet, now: float) -> bool:
-        """S1, S2: queue ``pkt`` (trimming it when the data queue is full); False when dropped."""
+        """NET-S1, NET-S2: queue ``pkt`` (trimming it when the data queue is full); False when dropped."""
         if pkt.trimmed:  # trimmed upstream: its frame is cut only at the host, it takes less
             n = self._keep_frame
         else:
@@ -159,7 +159,7 @@ class Port:
             return True
         if self.qbytes + n <= self.cap:
             self._account(now)
-            if self._mark_in:  # N2 "enqueue": the depth it joins
+            if self._mark_in:  # NET-N2 "enqueue": the depth it joins
                 ecn_mark(self, pkt, self.qbytes, self.kmin + self.kspan)
             pkt.enq = now
             self.data.append(pkt)
@@ -170,7 +170,7 @@ class Port:
         keep = self._keep_frame
         if self.trimming and trimmable(n, False, keep) and self.pbytes + keep <= self.pcap:
             data = self.data
-            if data and victim_is_last(self.trim_victim, self.rng):  # N4
+            if data and victim_is_last(self.trim_victim, self.rng):  # NET-N4
                 last = data[-1]
                 m = len(last.frame)
                 if m > keep and self.qbytes - m + n <= self.cap:  # E.6: trim the last queued
@@ -186,7 +186,7 @@ class Port:
             pkt.trimmed = True
             self.trimmed += 1
             if pkt.csig is not None and self.csig is not None:
-                pkt.csig = trim_on(self, pkt.csig)  # S6: uet.net.csig G3
+                pkt.csig = trim_on(self, pkt.csig)  # NET-S6: uet.net.csig NET-G3
             self.prio.append(pkt)
             self.pbytes += keep
             return True
@@ -194,7 +194,7 @@ class Port:
         return False
 
     def start(self, now: float) -> tuple[Packet, float] | None:
-        """S1, S3, S4: the next packet to send and when the link is done with it (None: the
+        """NET-S1, NET-S3, NET-S4: the next packet to send and when the link is done with it (None: the
         queues are empty). The caller delivers it ``delay`` after that and calls again then."""
         while True:
             if self.prio:
@@ -213,7 +213,7 @@ class Port:
                 if now >= self.fail_at:
                     self.dropped += 1
                     continue
-                if not self._mark_in:  # N2 "dequeue" (E.6): the departing packet included
+                if not self._mark_in:  # NET-N2 "dequeue" (E.6): the departing packet included
                     ecn_mark(self, pkt, depth, self.kmin + self.kspan)
             else:
                 self.busy = False
@@ -230,13 +230,13 @@ class Port:
             return pkt, done
 
     def _measure(self, now: float) -> None:
-        """S5: the busy-fraction average brought up to ``now`` (uet.net.csig G1)."""
+        """NET-S5: the busy-fraction average brought up to ``now`` (uet.net.csig NET-G1)."""
         if now > self.u_since:
             self.util = utilisation(self.util, self.u_since, self.tx_end, now, self.csig_interval)
             self.u_since = now
 
     def csig_bucket(self, now: float, pkt: Packet | None = None) -> int:
-        """S5: this port's bucket (C2) of its signal type, for ``pkt`` departing at ``now``."""
+        """NET-S5: this port's bucket (CMS-C2) of its signal type, for ``pkt`` departing at ``now``."""
         t, scale = self.csig, self.csig_scale
         if t == DELAY:
             return scale.bucket(t, delay_s=now - pkt.enq if pkt is not None else 0.0)
@@ -247,7 +247,7 @@ class Port:
         return scale.bucket(t, abw_gbps=cap * (1.0 - self.util), capacity_gbps=cap)
 
     def _stamp(self, pkt: Packet, now: float) -> None:
-        """S6: C3 compare and replace with this port's bucket (uet.net.csig G2)."""
+        """NET-S6: CMS-C3 compare and replace with this port's bucket (uet.net.csig NET-G2)."""
         pkt.csig = stamp_on(self, pkt.csig, self.csig_bucket(now, pkt),  # type: ignore[arg-type]
                             self.csig_lm)
 

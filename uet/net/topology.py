@@ -13,7 +13,7 @@ Specs (``uet sim --topology``):
 
 Hosts are ``h0`` ...; a link is named by its two ends (``a0-c1``), in either order.
 Routing is up-down: a switch that has the destination below it sends it down the one port that
-leads there; otherwise it may use any of its up ports (ECMP on the entropy, uet-facts E.5).
+leads there; otherwise it may use any of its up ports (ECMP on the entropy, facts E.5).
 """
 
 from __future__ import annotations

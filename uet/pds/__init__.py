@@ -1,4 +1,4 @@
-"""Sans-IO packet delivery sublayer (PDS): RUD and ROD PDCs (uet-facts.md C.1-C.8), RUDI and UUD.
+"""Sans-IO packet delivery sublayer (PDS): RUD and ROD PDCs (docs/facts.md C.1-C.8), RUDI and UUD.
 
 The PDS carries the bytes of the layer above (the SES) and never parses them:
 

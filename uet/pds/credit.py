@@ -1,35 +1,35 @@
-"""RCCC in the PDS (uet-facts E.2): how credit travels between an initiator whose congestion
+"""RCCC in the PDS (facts E.2): how credit travels between an initiator whose congestion
 control wants it (:class:`uet.cms.rccc.Rccc`) and a target's credit scheduler
 (:class:`uet.cms.rccc.CreditScheduler`). The algorithms are in uet.cms.rccc; this module only
 moves their numbers in the fields the facts name, in RCCC's wire units (``to_units``).
 
 Initiator (a PDC whose ``cc.wants_credit``):
-  Q1  B.6: its requests use the CC forms (RUD_CC_REQ, ROD_CC_REQ) with ccc_id 0 and
+  PDS-Q1  B.6: its requests use the CC forms (RUD_CC_REQ, ROD_CC_REQ) with ccc_id 0 and
       credit_target = the CC's demand for the bytes it has not sent (``backlog``: the items
       queued, plus the resends waiting).
-  Q2  B.8 / B.12: a credit ACK (cc_type 1) and CONTROL CREDIT (ctl 7) hand their credit to the
+  PDS-Q2  B.8 / B.12: a credit ACK (cc_type 1) and CONTROL CREDIT (ctl 7) hand their credit to the
       CC (``on_credit``); nothing else does.
-  Q3  B.12: when it has something to send, nothing in flight and no credit for it, it sends
+  PDS-Q3  B.12: when it has something to send, nothing in flight and no credit for it, it sends
       CONTROL CREDIT_REQ (ctl 8, payload = its demand) at once and again every RTO while that
       lasts (the target may have lost the demand; nothing else would wake either side).
-  Q4  choice: before establishment there is no PDC to send CREDIT_REQ on, so one request may
+  PDS-Q4  choice: before establishment there is no PDC to send CREDIT_REQ on, so one request may
       always be in flight while the PDC is SYN_SENT (the SYN that states the demand, or its
       resend after a trim).
 
 Target (an endpoint with a ``credit_scheduler_factory``):
-  Q5  B.6: a CC-form request restates its PDC's demand; the PDC is credited from then on.
-  Q6  choice: credit covers payload (the initiator's CC is charged each request's payload), and
+  PDS-Q5  B.6: a CC-form request restates its PDC's demand; the PDC is credited from then on.
+  PDS-Q6  choice: credit covers payload (the initiator's CC is charged each request's payload), and
       the PDS cannot tell the SES header from the payload, so an accepted request counts as
       arrived with what it carried, at most one MTU: exact for every full request (MTU bytes of
       payload and a header), up to one SES header too much for the last of a message. Counting
       the header as well would hand every sender ~1% more credit per packet, which piles up
       over a long flow. A trimmed request counts as one MTU (its credit was spent on the wire;
       its resend spends more).
-  Q7  B.8: every ACK of a credited PDC is an ACK_CC of cc_type 1 carrying the scheduler's
+  PDS-Q7  B.8: every ACK of a credited PDC is an ACK_CC of cc_type 1 carrying the scheduler's
       grant (0 when none is due); it takes precedence over a CSIG reflection. A request whose
       arrival makes credit due to its own PDC is ACKed at once (C.3's coalescing would hold
       the credit back while the sender waits for it).
-  Q8  B.12: CREDIT_REQ restates the demand and is answered with CONTROL CREDIT when credit is
+  PDS-Q8  B.12: CREDIT_REQ restates the demand and is answered with CONTROL CREDIT when credit is
       due; after each arrival, senders the scheduler can now serve get CONTROL CREDIT; a PDC
       that closes returns its share.
 """
@@ -47,17 +47,17 @@ INF = float("inf")
 
 
 class InitiatorCredit:
-    """Q1-Q4 for one initiator PDC."""
+    """PDS-Q1 to PDS-Q4 for one initiator PDC."""
 
     __slots__ = ("p", "backlog", "request_at")
 
     def __init__(self, p: Any):
         self.p = p
-        self.backlog = 0          # Q1: bytes of the queued items not sent yet
-        self.request_at = INF     # Q3: when CREDIT_REQ goes (again)
+        self.backlog = 0          # PDS-Q1: bytes of the queued items not sent yet
+        self.request_at = INF     # PDS-Q3: when CREDIT_REQ goes (again)
 
     def queued(self, item: Any) -> None:
-        """Q1: an item's bytes join the backlog (its last request may be short)."""
+        """PDS-Q1: an item's bytes join the backlog (its last request may be short)."""
         n = item.count
         self.backlog += (n - 1) * self.p.cfg.mtu + len(item.payload_of(n - 1))
 
@@ -65,24 +65,24 @@ class InitiatorCredit:
         self.backlog -= nbytes
 
     def demand(self) -> int:
-        """Q1: the credit_target of the next request, in wire units."""
+        """PDS-Q1: the credit_target of the next request, in wire units."""
         p = self.p
         resend = len(p.rec.retx_q) * p.cfg.mtu
         return to_units(p.cc.credit_target(max(0, self.backlog) + resend))
 
     def may_send(self, nbytes: int) -> bool:
-        """The credit gate, with Q4's exception before establishment."""
+        """The credit gate, with PDS-Q4's exception before establishment."""
         p = self.p
         return p.cc.can_send(p.rec.inflight, nbytes) or (not p.established and not p.rec.inflight)
 
     def granted(self, now: float, units: int) -> None:
-        """Q2."""
+        """PDS-Q2."""
         if units:
             self.request_at = INF
             self.p.cc.on_credit(now=now, size=to_bytes(units))
 
     def check(self, now: float, out: list) -> None:
-        """Q3: ask for credit when stuck with nothing in flight."""
+        """PDS-Q3: ask for credit when stuck with nothing in flight."""
         p = self.p
         rec = p.rec
         if rec.inflight or not (rec.retx_q or p.queue) or not p.established:
@@ -94,7 +94,7 @@ class InitiatorCredit:
 
 
 def target_request(t: Any, credit_target: int, cc_form: bool, now: float) -> None:
-    """Q5: a request of target PDC ``t`` restates its demand."""
+    """PDS-Q5: a request of target PDC ``t`` restates its demand."""
     sched = t.ep.credits
     if sched is not None and cc_form:
         t.credited = True
@@ -102,13 +102,13 @@ def target_request(t: Any, credit_target: int, cc_form: bool, now: float) -> Non
 
 
 def target_arrived(t: Any, nbytes: int, now: float) -> None:
-    """Q6, Q8: ``nbytes`` of a credited PDC arrived; serve whoever can be served now."""
+    """PDS-Q6, PDS-Q8: ``nbytes`` of a credited PDC arrived; serve whoever can be served now."""
     if t.credited:
         sched = t.ep.credits
         sched.arrived(t.pdcid, now, nbytes)
         for pdcid, grant in sched.waiting(now):
             if pdcid == t.pdcid:
-                t.grant_due += grant  # Q7: on the ACK that follows at once
+                t.grant_due += grant  # PDS-Q7: on the ACK that follows at once
                 continue
             other = t.ep.target(pdcid)
             if other is not None:
@@ -116,7 +116,7 @@ def target_arrived(t: Any, nbytes: int, now: float) -> None:
 
 
 def ack_grant(t: Any, now: float) -> int | None:
-    """Q7: the credit (wire units) an ACK of ``t`` carries, or None for a PDC not credited."""
+    """PDS-Q7: the credit (wire units) an ACK of ``t`` carries, or None for a PDC not credited."""
     if not t.credited:
         return None
     due, t.grant_due = t.grant_due, 0
@@ -124,7 +124,7 @@ def ack_grant(t: Any, now: float) -> int | None:
 
 
 def target_credit_request(t: Any, units: int, now: float) -> None:
-    """Q8: CREDIT_REQ."""
+    """PDS-Q8: CREDIT_REQ."""
     sched = t.ep.credits
     if sched is None:
         t.ep.stats_counter["unsupported"] += 1
@@ -137,7 +137,7 @@ def target_credit_request(t: Any, units: int, now: float) -> None:
 
 
 def send_credit(t: Any, nbytes: int) -> None:
-    """Q8: CONTROL CREDIT to ``t``'s initiator, where its last request came from (A4)."""
+    """PDS-Q8: CONTROL CREDIT to ``t``'s initiator, where its last request came from (PDS-A4)."""
     meta: DatagramMeta | None = t.last_meta
     if meta is None:
         return

@@ -42,7 +42,7 @@ class Outbox:
     last_error_datagram = ""
 
     def _internal_error(self, exc: BaseException, data: Any) -> None:
-        """A bug, not bad input (R3 of uet/pds/endpoint.py): counted as ``internal_errors`` and
+        """A bug, not bad input (PDS-R3 of uet/pds/endpoint.py): counted as ``internal_errors`` and
         kept with the datagram in hex, never raised to the caller."""
         self.stats["internal_errors"] += 1
         self.last_error = exc

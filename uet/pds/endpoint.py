@@ -4,40 +4,40 @@ and a packet-type to handler table. The PDC's two sides are :mod:`uet.pds.initia
 headers :mod:`uet.pds.packets`, NACK reactions :mod:`uet.pds.reactions`; the SES bytes the PDS
 carries belong to the upper layer (:mod:`uet.pds.upper`).
 
-The endpoint never touches a socket or a clock (design.md principle 2): datagrams (the UET bytes
+The endpoint never touches a socket or a clock (docs/design-notes.md principle 2): datagrams (the UET bytes
 of the UDP payload, CRC-32C trailer included) come in through :meth:`Endpoint.receive_datagram`
 with a :class:`DatagramMeta` and ``now``; datagrams to send come out of
 :meth:`Endpoint.datagrams_to_send`; :meth:`Endpoint.get_timer` / :meth:`Endpoint.handle_timer`
 drive retransmission; :meth:`Endpoint.next_event` hands PDC events to the layer above.
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision where facts are silent)
+RULES (each names its docs/facts.md row; "choice" marks a project decision where facts are silent)
 ================================================================================================
 
 Receive, before anything else
-  R1  design.md Defaults, C.6: DSCP 11 means trimmed, whatever the CRC says -> NACK TRIMMED (0x01)
+  PDS-R1  docs/design-notes.md Defaults, C.6: DSCP 11 means trimmed, whatever the CRC says -> NACK TRIMMED (0x01)
       for the packet's PSN (spdcid = our PDC if known, else 0). TRIMMED_LASTHOP is never sent.
-  R2  A.3 / design.md Defaults: the CRC-32C trailer (addresses, UDP header with checksum 0, UET
+  PDS-R2  A.3 / docs/design-notes.md Defaults: the CRC-32C trailer (addresses, UDP header with checksum 0, UET
       bytes) must verify; a bad one is dropped and counted (``stats['bad_crc']``).
-  R3  principle 6: nothing raises out of the core. A datagram the wire layer cannot decode is a
+  PDS-R3  principle 6: nothing raises out of the core. A datagram the wire layer cannot decode is a
       counted drop (``malformed``); a type this endpoint does not serve (TSS, RUDI, UUD) is
       counted as ``unsupported``. Anything else that goes wrong is a bug, not bad input: it is
       counted as ``internal_errors`` and kept (``last_error``, ``last_error_datagram`` in hex).
-  R4  counters for drivers and tests (no rule of the facts): ``retx_rx`` counts every request
+  PDS-R4  counters for drivers and tests (no rule of the facts): ``retx_rx`` counts every request
       that arrives with RETX set (trimmed, damaged or not), ``retx_dup_rx`` those of them the
-      target already had (W2 of uet/pds/target.py): the live demo's spurious retransmissions.
-  R5  choice (issue 28): every datagram goes one of two paths, decided in one place
+      target already had (PDS-W2 of uet/pds/target.py): the live demo's spurious retransmissions.
+  PDS-R5  choice (issue 28): every datagram goes one of two paths, decided in one place
       (:meth:`Endpoint._offer`): the C receive lane (uet.native.rxlane) or the reference below.
       ``rx_lane`` counts the datagrams the lane took, ``rx_reference`` those the reference did;
       together they are ``rx_datagrams``. A datagram is offered to the lane once, and its
       trailer checked once (the lane's verdict goes with a datagram it leaves).
 
 PDC identity and establishment (target)
-  T1  C.1: PDCID 0 is reserved; PDCIDs come from one 16-bit space per endpoint (initiator and
+  PDS-T1  C.1: PDCID 0 is reserved; PDCIDs come from one 16-bit space per endpoint (initiator and
       target PDCs alike), never reusing one that is live or still in its close MSL.
-  T2  C.1: a SYN request with no PDC for (source, destination, SPDCID): allocate a PDC,
+  PDS-T2  C.1: a SYN request with no PDC for (source, destination, SPDCID): allocate a PDC,
       DPDCID := packet SPDCID, START_PSN := PSN - psn_offset, CACK := START_PSN - 1; the mode
       (RUD/ROD) is the request type's.
-  T3  bounded state: with ``max_pdcs`` PDCs live, a new SYN first frees the half-open target PDCs
+  PDS-T3  bounded state: with ``max_pdcs`` PDCs live, a new SYN first frees the half-open target PDCs
       (never named without SYN) idle for ``target_idle_reap`` (choice, like C.1's New_PDC_Time for
       a PENDING PDC) and the established ones idle for ``target_idle_reap_open`` (choice: much
       longer, so that a SYN flood cannot take a PDC that is only quiet between messages, or whose
@@ -50,11 +50,11 @@ PDC identity and establishment (target)
       (``refusal_nack_rate``): a SYN flood at a full table stays cheap. The first PDCID is
       seeded-random (``first_pdcid`` fixes it), so two endpoints sharing an address do not collide
       in the target's (source, destination, SPDCID) key.
-  T4  C.5: a request without SYN whose DPDCID names no target PDC -> NACK INV_DPDCID (0x0E),
+  PDS-T4  C.5: a request without SYN whose DPDCID names no target PDC -> NACK INV_DPDCID (0x0E),
       SPDCID 0 (RP-PR #125). A SYN that names an existing PDC with another start PSN, or a SYN
       beyond the window -> NACK INVALID_SYN (0x15).
-  T5  C.5: SPDCID (or source address) not the PDC's peer -> NACK PDC_HDR_MISMATCH (0x0F).
-  T6  C.5 / C.8: RUD request on a ROD PDC or the reverse -> NACK PDC_MODE_MISMATCH (0x16).
+  PDS-T5  C.5: SPDCID (or source address) not the PDC's peer -> NACK PDC_HDR_MISMATCH (0x0F).
+  PDS-T6  C.5 / C.8: RUD request on a ROD PDC or the reverse -> NACK PDC_MODE_MISMATCH (0x16).
 
 Dispatch (the table ``Endpoint._handlers``, B.1): requests (types 2, 3, 13, 14) to the target
 side, ACKs (7, 8, 9) and NACKs (10, 12; NT = 0) to the initiator named by DPDCID, CONTROL (11) by
@@ -102,7 +102,7 @@ _TRAILER_GOOD, _TRAILER_BAD = 4, 5
 
 
 class _Tomb:
-    """A closed PDC during its MSL (C2): what it takes to answer for it."""
+    """A closed PDC during its MSL (PDS-C2): what it takes to answer for it."""
 
     __slots__ = ("peer", "peer_pdcid", "close_psn", "expire", "role")
 
@@ -138,10 +138,10 @@ class Endpoint:
         self._init_by_key: dict[tuple, Initiator] = {}
         self._tgt_by_key: dict[tuple, Target] = {}
         self._tombs: dict[int, _Tomb] = {}
-        self._peer_targets: dict[str, dict[int, Target]] = {}  # per peer address (T3, A5)
-        self._calm: dict[object, bool] = {}  # A5: per peer, pressure at most PEND_FROM
-        self._reap_after: dict[str | None, float] = {}  # T3: no idle target before then
-        self._nack_tokens: dict[str, tuple[float, float]] = {}  # T3: per peer (tokens, time)
+        self._peer_targets: dict[str, dict[int, Target]] = {}  # per peer address (PDS-T3, PDS-A5)
+        self._calm: dict[object, bool] = {}  # PDS-A5: per peer, pressure at most PEND_FROM
+        self._reap_after: dict[str | None, float] = {}  # PDS-T3: no idle target before then
+        self._nack_tokens: dict[str, tuple[float, float]] = {}  # PDS-T3: per peer (tokens, time)
         first = self.config.first_pdcid
         # a generator of its own, so that the start PSNs drawn from self.rng stay as they were
         self._next_pdcid = (first if first is not None
@@ -150,7 +150,7 @@ class Endpoint:
         self._now = 0.0
         sig = self.config.csig
         self.reflector = Reflector(sig, self.stats_counter) if sig is not None else None
-        # Q5-Q8 of uet.pds.credit: the RCCC scheduler of this endpoint's targets, if any
+        # PDS-Q5 to PDS-Q8 of uet.pds.credit: the RCCC scheduler of this endpoint's targets, if any
         factory = self.config.credit_scheduler_factory
         self.credits = factory(self.config) if factory is not None else None
         self._reply_meta: dict[tuple, DatagramMeta] = {}
@@ -187,7 +187,7 @@ class Endpoint:
 
     def _pressure_changed(self, peer: object) -> None:
         """The upper layer's receive resources for ``peer`` changed: whether the C lane may
-        build the ACKs of its targets (A5) is decided again - only when the pressure crossed
+        build the ACKs of its targets (PDS-A5) is decided again - only when the pressure crossed
         PEND_FROM, and only for that peer's targets: this runs for every message delivered,
         and a SYN flood's one-packet messages must not cost a scan of the PDC table each."""
         calm = self.upper.pressure(peer) <= PEND_FROM
@@ -201,7 +201,7 @@ class Endpoint:
 
     def submit(self, dst: str, item: Outgoing, *, mode: str = "rud", job_id: int = 0,
                tc: int = 0) -> None:
-        """X1: send ``item``'s requests to ``dst`` over the PDC of (mode, job, source,
+        """PDS-X1: send ``item``'s requests to ``dst`` over the PDC of (mode, job, source,
         destination, TC) (C.1), created on first use. Raises RuntimeError at the PDC limit."""
         if mode not in ("rud", "rod"):
             raise ValueError("mode must be 'rud' or 'rod'")
@@ -274,16 +274,16 @@ class Endpoint:
                 if not p.closed and p.deadline() <= now:
                     p.on_timer(now)
             self._purge_tombs(now)
-        except Exception as exc:  # R3: a bug, counted and kept, never raised to the caller
+        except Exception as exc:  # PDS-R3: a bug, counted and kept, never raised to the caller
             self._internal_error(exc, b"")
 
     # --- receive ----------------------------------------------------------------------------------
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float, *,
                          csig: int | None = None, lane: int | None = None) -> None:
         """One arriving datagram; ``csig``: the 16 bits of the CSIG tag it came with (E.4; the
-        driver strips the tag), kept for reflection (G1 of uet.pds.signals). ``lane``: the
+        driver strips the tag), kept for reflection (PDS-G1 of uet.pds.signals). ``lane``: the
         status the C lane gave it when the driver offered it already (:meth:`receive_area`):
-        it is not offered again, and the lane's trailer verdict stands (R5)."""
+        it is not offered again, and the lane's trailer verdict stands (PDS-R5)."""
         self._now = now
         stats = self.stats_counter
         stats["rx_datagrams"] += 1
@@ -300,13 +300,13 @@ class Endpoint:
             if not 0 < lane < _LEFT:
                 self._receive(data, meta, now, lane)
         except DecodeError:
-            stats["malformed"] += 1  # R3: what the wire layer cannot decode
-        except Exception as exc:  # R3: a bug, counted and kept, never raised to the caller
+            stats["malformed"] += 1  # PDS-R3: what the wire layer cannot decode
+        except Exception as exc:  # PDS-R3: a bug, counted and kept, never raised to the caller
             self._internal_error(exc, data)
 
     def receive_datagrams(self, items: list[tuple[bytes, DatagramMeta]], now: float) -> None:
         """:meth:`receive_datagram` for each ``(data, meta)`` of ``items``, in order, at ``now``
-        (none with a CSIG tag): the same steps in one loop (the driver's batch, design.md
+        (none with a CSIG tag): the same steps in one loop (the driver's batch, docs/design-notes.md
         "Performance")."""
         self._now = now
         stats = self.stats_counter
@@ -320,12 +320,12 @@ class Endpoint:
                 if not 0 < lane < _LEFT:
                     rx(data, meta, now, lane)
             except DecodeError:
-                stats["malformed"] += 1  # R3
-            except Exception as exc:  # R3
+                stats["malformed"] += 1  # PDS-R3
+            except Exception as exc:  # PDS-R3
                 self._internal_error(exc, data)
 
     def _offer(self, data: bytes, meta: DatagramMeta, now: float) -> int:
-        """R5, the one place that decides which path takes an arriving datagram: the C receive
+        """PDS-R5, the one place that decides which path takes an arriving datagram: the C receive
         lane (uet.native.rxlane, native/rxlane.c) when all of these hold, else the reference
         (:meth:`_receive`, then uet.pds.target and the upper layer's admit and deliver):
 
@@ -337,20 +337,20 @@ class Endpoint:
 
         and, checked in C, in this order (the first that fails leaves the datagram untouched):
 
-        * not trimmed (R1), at least a request header and a trailer long, no SYN;
+        * not trimmed (PDS-R1), at least a request header and a trailer long, no SYN;
         * its DPDCID names a target PDC with a lane: peer address an IP literal, OPEN (a packet
-          without SYN named it, no CLOSE seen, C2), whose peer address, SPDCID and mode are the
-          packet's (T4-T6);
-        * its PSN is new and inside the window (W1); for ROD the next to deliver with nothing
-          buffered (W4: delivered at once, as RUD is);
-        * the CRC-32C trailer verifies (R2: checked here once; a datagram the lane leaves after
+          without SYN named it, no CLOSE seen, PDS-C2), whose peer address, SPDCID and mode are the
+          packet's (PDS-T4 to PDS-T6);
+        * its PSN is new and inside the window (PDS-W1); for ROD the next to deliver with nothing
+          buffered (PDS-W4: delivered at once, as RUD is);
+        * the CRC-32C trailer verifies (PDS-R2: checked here once; a datagram the lane leaves after
           this point carries the verdict to the reference);
         * the upper layer's message lane takes it: a middle packet of a SEND or TAGGED_SEND in
           reassembly, landing in storage already in use, not completing its message (what
           :meth:`Upper.use_lanes` registers; uet/ses/target.py is the reference).
 
-        The lane then does what the reference does (W1 record, W4, R4, A1, and the ACK where it
-        is a plain ACK_CC, A2-A4). Returns the lane's status: 1-3 taken (2 and 3: its ACK is
+        The lane then does what the reference does (PDS-W1 record, PDS-W4, PDS-R4, PDS-A1, and the ACK where it
+        is a plain ACK_CC, PDS-A2 to PDS-A4). Returns the lane's status: 1-3 taken (2 and 3: its ACK is
         due or built, :meth:`acknowledge_lane`), else not taken (0: trailer not checked, 4:
         good, 5: bad)."""
         lanes = self.lanes
@@ -377,8 +377,8 @@ class Endpoint:
         return r
 
     def acknowledge_lane(self, meta: DatagramMeta, status: int, now: float) -> None:
-        """A1 for the request the C lane just took and found asking for an ACK: status 3, the
-        lane built the ACK (A2-A4), which goes back as :meth:`send_answer` sends one; status 2,
+        """PDS-A1 for the request the C lane just took and found asking for an ACK: status 3, the
+        lane built the ACK (PDS-A2 to PDS-A4), which goes back as :meth:`send_answer` sends one; status 2,
         the reference's :meth:`Target.acknowledge` decides."""
         if status == 3:
             r = self._reply_to(meta)
@@ -392,7 +392,7 @@ class Endpoint:
                      now: float) -> tuple[int, int]:
         """The C lane over datagrams ``start``..``n - 1`` of a receive area (the live engine's
         ``recvmmsg``, uet.native.sockbatch.RxArea, IPv4), read in place: what it takes is as if
-        :meth:`receive_datagram` had taken it (R5: the conditions of :meth:`_offer`). Returns
+        :meth:`receive_datagram` had taken it (PDS-R5: the conditions of :meth:`_offer`). Returns
         ``(k, status)``: datagram ``k`` is the first it did not simply take - status 2 or 3:
         taken with an ACK due or built (the caller calls :meth:`acknowledge_lane` with its
         meta); 0, 4 or 5: not taken (the caller hands it to :meth:`receive_datagram` with
@@ -413,20 +413,20 @@ class Endpoint:
         return k, status
 
     def _receive(self, data: bytes, meta: DatagramMeta, now: float, lane: int = 0) -> None:
-        """The reference: R1, R2 and the dispatch of a datagram the C lane did not take (R3 is
-        the caller's); ``lane``: the lane's status for it (R5: 4 or 5, its trailer verdict)."""
+        """The reference: PDS-R1, PDS-R2 and the dispatch of a datagram the C lane did not take (PDS-R3 is
+        the caller's); ``lane``: the lane's status for it (PDS-R5: 4 or 5, its trailer verdict)."""
         stats = self.stats_counter
         stats["rx_reference"] += 1
         n = len(data)
         if n >= REQUEST_SIZE and data[0] >> 3 in REQUEST_TYPES and read_request_fields(data)[1]:
-            stats["retx_rx"] += 1  # R4: every request that came with RETX, whatever follows
-        if meta.dscp == DSCP_TRIMMED:  # R1
+            stats["retx_rx"] += 1  # PDS-R4: every request that came with RETX, whatever follows
+        if meta.dscp == DSCP_TRIMMED:  # PDS-R1
             self._on_trimmed(data, meta)
             return
         if n < 4 + TRAILER_LEN:
             stats["bad_crc" if n >= TRAILER_LEN else "malformed"] += 1
             return
-        end = n - TRAILER_LEN  # R2, once per datagram (R5)
+        end = n - TRAILER_LEN  # PDS-R2, once per datagram (PDS-R5)
         if lane == _TRAILER_BAD or (lane != _TRAILER_GOOD and _crc_prefix(
                 data, end, udp_seed(meta.src, meta.dst, meta.sport, meta.dport,
                                     UDP_HEADER_LEN + n)) != _INT(data[end:], "big")):
@@ -497,7 +497,7 @@ class Endpoint:
     def _target_for(self, syn: int, spdcid: int, dpdcid: int, psn: int, psn_offset: int,
                     rod: bool, meta: DatagramMeta, *, is_request: bool,
                     retx: int) -> Target | None:
-        """T1-T6: find (or, on a SYN request, create) the target PDC; sends the NACK when
+        """PDS-T1 to PDS-T6: find (or, on a SYN request, create) the target PDC; sends the NACK when
         there is none."""
         if syn:
             key = (meta.src, meta.dst, spdcid)
@@ -510,11 +510,11 @@ class Endpoint:
                     self.send_nack(meta, N["PDC_HDR_MISMATCH"], psn, 0, spdcid, retx=retx)
                     return None
                 t = self._new_target(key, meta, spdcid, rod, start)
-                if t is None:  # T3
+                if t is None:  # PDS-T3
                     if self._nack_allowed(meta.src):
                         self.send_nack(meta, N["NO_PDC_AVAIL"], psn, 0, spdcid, retx=retx)
                     return None
-            elif start != t.start_psn:  # T4
+            elif start != t.start_psn:  # PDS-T4
                 self.send_nack(meta, N["INVALID_SYN"], psn, t.pdcid, spdcid, retx=retx)
                 return None
         else:
@@ -524,21 +524,21 @@ class Endpoint:
                 if tomb is not None and tomb.role == "target" and tomb.peer == meta.src:
                     self._answer_tomb(dpdcid, tomb, psn, retx, meta)
                     return None
-                self.send_nack(meta, N["INV_DPDCID"], psn, 0, spdcid, retx=retx)  # T4
+                self.send_nack(meta, N["INV_DPDCID"], psn, 0, spdcid, retx=retx)  # PDS-T4
                 return None
-            if t.peer_pdcid != spdcid or t.peer != meta.src:  # T5
+            if t.peer_pdcid != spdcid or t.peer != meta.src:  # PDS-T5
                 self.send_nack(meta, N["PDC_HDR_MISMATCH"], psn, t.pdcid, spdcid, retx=retx)
                 return None
             if t.state != OPEN and t.close_psn is None:
                 t.transition(TargetEvent.NAMED)
-        if t.rod != rod:  # T6
+        if t.rod != rod:  # PDS-T6
             self.send_nack(meta, N["PDC_MODE_MISMATCH"], psn, t.pdcid, spdcid, retx=retx)
             return None
         return t
 
     def _new_target(self, key: tuple, meta: DatagramMeta, spdcid: int, rod: bool,
                     start: int) -> Target | None:
-        """T2, T3: a target PDC for a SYN, within the per-peer and total limits."""
+        """PDS-T2, PDS-T3: a target PDC for a SYN, within the per-peer and total limits."""
         if (len(self._peer_targets.get(meta.src, ())) >= self.config.max_pdcs_per_peer
                 and not self._reap_idle_targets(self._now, meta.src)):
             return None
@@ -555,7 +555,7 @@ class Endpoint:
 
     # --- answers ----------------------------------------------------------------------------------
     def _reply_to(self, meta: DatagramMeta) -> DatagramMeta:
-        """A4: the metadata of an ACK/NACK answering a datagram that came with ``meta``: the
+        """PDS-A4: the metadata of an ACK/NACK answering a datagram that came with ``meta``: the
         addresses swapped, the ports kept (A.1: to the UET port the request went to, from the
         request's EV)."""
         k = (meta.src, meta.dst, meta.sport, meta.dport)
@@ -568,7 +568,7 @@ class Endpoint:
         return r
 
     def send_answer(self, meta: DatagramMeta, body: bytes) -> None:
-        """An ACK or NACK (its UET bytes) back to where ``meta`` came from (A4)."""
+        """An ACK or NACK (its UET bytes) back to where ``meta`` came from (PDS-A4)."""
         r = self._reply_to(meta)
         self._out.append((seal((body,), r), r))
         if body and body[0] >> 3 in ACK_TYPES:
@@ -581,7 +581,7 @@ class Endpoint:
         self.nacks_sent[nack_name(code)] += 1
 
     def _on_trimmed(self, data: bytes, meta: DatagramMeta) -> None:
-        """R1: NACK TRIMMED for the PSN of a trimmed request."""
+        """PDS-R1: NACK TRIMMED for the PSN of a trimmed request."""
         self.stats_counter["trimmed_rx"] += 1
         ptype = data[0] >> 3 if data else 0
         if ptype not in REQUEST_TYPES:
@@ -597,11 +597,11 @@ class Endpoint:
         self.send_nack(meta, N["TRIMMED"], r.psn, t.pdcid if t is not None else 0, r.spdcid,
                        retx=r.retx)
         if t is not None and t.credited:
-            credit.target_arrived(t, self.config.mtu, self._now)  # Q6: its credit was spent
+            credit.target_arrived(t, self.config.mtu, self._now)  # PDS-Q6: its credit was spent
 
     def _answer_tomb(self, pdcid: int, tomb: _Tomb, psn: int, retx: int,
                      meta: DatagramMeta) -> None:
-        """C2: after close, ACK what the PDC had, NACK CLOSING beyond the CLOSE PSN."""
+        """PDS-C2: after close, ACK what the PDC had, NACK CLOSING beyond the CLOSE PSN."""
         if tomb.close_psn is not None and pdiff(psn, tomb.close_psn) > 0:
             self.send_nack(meta, N["CLOSING"], psn, pdcid, tomb.peer_pdcid, retx=retx)
             return
@@ -626,7 +626,7 @@ class Endpoint:
         return None
 
     def _reap_idle_targets(self, now: float, peer: str | None = None) -> bool:
-        """T3 under pressure: free target PDCs (of ``peer``, or any) that heard nothing for
+        """PDS-T3 under pressure: free target PDCs (of ``peer``, or any) that heard nothing for
         ``target_idle_reap`` s (half-open) or ``target_idle_reap_open`` s (established),
         half-open ones first. True if any was freed."""
         if now < self._reap_after.get(peer, -INF):
@@ -659,7 +659,7 @@ class Endpoint:
         return True
 
     def _nack_allowed(self, peer: str) -> bool:
-        """T3: the NACKs that refuse SYNs (NO_PDC_AVAIL) are limited per peer address to
+        """PDS-T3: the NACKs that refuse SYNs (NO_PDC_AVAIL) are limited per peer address to
         ``refusal_nack_rate`` a second (a token bucket of one second's worth), like ICMP rate
         limits: a SYN flood then costs us our answers only up to that rate. A refused initiator
         hears within 1/rate s, or resends on its RTO."""
@@ -679,12 +679,12 @@ class Endpoint:
         return True
 
     def target(self, pdcid: int) -> Target | None:
-        """The open target PDC ``pdcid`` (Q8 of uet.pds.credit: credit to waiting senders)."""
+        """The open target PDC ``pdcid`` (PDS-Q8 of uet.pds.credit: credit to waiting senders)."""
         return self._tgts.get(pdcid)
 
     def _forget_target(self, t: Target) -> None:
         if t.credited and self.credits is not None:
-            self.credits.done(t.pdcid)  # Q8: its share returns to the others
+            self.credits.done(t.pdcid)  # PDS-Q8: its share returns to the others
         self._pdcs.pop(t.pdcid, None)
         self._tgts.pop(t.pdcid, None)
         t.release_lane()
@@ -709,14 +709,14 @@ class Endpoint:
             del tombs[k]
 
     def close_target(self, t: Target, now: float) -> None:
-        """C2: the CLOSE was CACKed; answer for the PDC for one MSL."""
+        """PDS-C2: the CLOSE was CACKed; answer for the PDC for one MSL."""
         self._forget_target(t)
         self._tomb(t.pdcid, _Tomb(t.peer, t.peer_pdcid, t.close_psn, now + self.config.close_msl,
                                   "target"))
         self.events.append(ev.PdcClosed(t.pdcid, t.peer, "target", False, "closed by initiator"))
 
     def closed_initiator(self, p: Initiator) -> None:
-        """C1: the CLOSE was acknowledged (or answered for a freed PDC, I14)."""
+        """PDS-C1: the CLOSE was acknowledged (or answered for a freed PDC, PDS-I14)."""
         self._remove_initiator(p, InitiatorEvent.CLOSE_ACKED)
         self.events.append(ev.PdcClosed(p.pdcid, p.peer, "initiator", False, "closed"))
 
@@ -731,7 +731,7 @@ class Endpoint:
                                   "initiator"))
 
     def fail_initiator(self, p: Initiator, reason: str) -> None:
-        """X6: the PDC closes in error; its items fail."""
+        """PDS-X6: the PDC closes in error; its items fail."""
         if p.closed:
             return
         self._remove_initiator(p, InitiatorEvent.FAILED)

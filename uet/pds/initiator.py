@@ -2,55 +2,55 @@
 windows, ACK/NACK/control handling, close. Loss recovery is :mod:`uet.pds.recovery`; headers are
 :mod:`uet.pds.packets`.
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision where facts are silent)
+RULES (each names its docs/facts.md row; "choice" marks a project decision where facts are silent)
 ================================================================================================
-  I1  C.1: first packets carry SYN + psn_offset (12 bits: at most ``syn_psn_range`` = 4096 PSNs
+  PDS-I1  C.1: first packets carry SYN + psn_offset (12 bits: at most ``syn_psn_range`` = 4096 PSNs
       beyond START_PSN before the first ACK); START_PSN random (seeded) in [2^16, 2^31).
-  I2  C.1: the first valid ACK establishes the PDC: DPDCID := ACK.SPDCID; SYN stops.
-  I3  C.2: every request carries CLEAR_PSN = send base - 1 (all PSNs up to it acknowledged),
+  PDS-I2  C.1: the first valid ACK establishes the PDC: DPDCID := ACK.SPDCID; SYN stops.
+  PDS-I3  C.2: every request carries CLEAR_PSN = send base - 1 (all PSNs up to it acknowledged),
       clamped to the signed 16-bit offset.
-  I4  C.2: never send a PSN beyond min(base + tx_range, CACK + peer MPR*128).
-  I5  C.3: AR on the last request of each item (the EOM packet), on every retransmission, on
+  PDS-I4  C.2: never send a PSN beyond min(base + tx_range, CACK + peer MPR*128).
+  PDS-I5  C.3: AR on the last request of each item (the EOM packet), on every retransmission, on
       everything in per-packet mode.
-  I10 B.11, the reaction table of uet/pds/reactions.py: resend at once; resend after
+  PDS-I10 B.11, the reaction table of uet/pds/reactions.py: resend at once; resend after
       NACK_RETX_TIME (PSN_OOR_WINDOW); back off on the resource codes (NO_PDC_AVAIL ...
       NO_RESOURCE) NACK_RETX_TIME x 2^k, at most ``resource_backoff_max`` each and
-      ``max_resource_retx`` times (about 12 s in all: longer than the target's reaping, T3, and
-      the SES's expiry of partial messages, R3); close the PDC in error; re-base on NEW_START_PSN (before establishment only); ignore
+      ``max_resource_retx`` times (about 12 s in all: longer than the target's reaping, PDS-T3, and
+      the SES's expiry of partial messages, SES-R3); close the PDC in error; re-base on NEW_START_PSN (before establishment only); ignore
       RCVD_SES_PROCG (the RTO covers it). More than ``max_nack_retx`` NACK-driven resends of one
       PSN close the PDC in error; one resend per loss however many NACKs name it. Choice: trims
       (TRIMMED, TRIMMED_LASTHOP, TRIMMED_ACK) count against ``max_trim_retx`` instead (default
       1000): a trim is congestion, not an error, and a sender in a 16-to-1 incast without
       congestion control (``--cc fixed``) sees 20 to 40 of them for one PSN; the bound still
       ends a PDC whose fabric trims everything.
-  I11 C.5: a NACK or ACK naming a PSN outside [send base, next PSN - 1] changes nothing (counted).
-  I12 B.4: ACK REQ = 1 -> send CLEAR (ctl 2, payload = CLEAR_PSN); REQ = 2 or CLOSE_REQ -> close.
-  I13 C.1 / A.1: ACKs, NACKs and control packets for an initiator PDC count only when they come
+  PDS-I11 C.5: a NACK or ACK naming a PSN outside [send base, next PSN - 1] changes nothing (counted).
+  PDS-I12 B.4: ACK REQ = 1 -> send CLEAR (ctl 2, payload = CLEAR_PSN); REQ = 2 or CLOSE_REQ -> close.
+  PDS-I13 C.1 / A.1: ACKs, NACKs and control packets for an initiator PDC count only when they come
       from the PDC's peer address (never by source port, which is only the EV an answer copies
       from its request, A.1); others are dropped and counted (``foreign_ack``, ``foreign_nack``,
       ``foreign_control``), so the first ACK establishes the PDC only from there. Within one
       address anyone can still forge: TSS (B.15, F) is the answer to that.
-  I14 C.7: a NACK INV_DPDCID or CLOSING naming our CLOSE PSN means the target freed the PDC and
+  PDS-I14 C.7: a NACK INV_DPDCID or CLOSING naming our CLOSE PSN means the target freed the PDC and
       its MSL ended before the CLOSE (or its retransmission) arrived; every item was
-      acknowledged before the CLOSE left (C1), so the PDC closes normally, not in error.
-  I15 C.3: a request that fills the send window while fewer than ACK_GEN_TRIGGER bytes are in
+      acknowledged before the CLOSE left (PDS-C1), so the PDC closes normally, not in error.
+  PDS-I15 C.3: a request that fills the send window while fewer than ACK_GEN_TRIGGER bytes are in
       flight carries AR: with a window below the target's ACK trigger (the C.3 default is
       assumed: ``ack_gen_trigger``) nothing else would make the target ACK before a timer.
-  I16 E.4 (the project's extension, uet.cms.csig C4): the CSIG tags reflected in an ACK_CCX of
+  PDS-I16 E.4 (the project's extension, uet.cms.csig CMS-C4): the CSIG tags reflected in an ACK_CCX of
       ccx_type 14 reach the entropy selector (``on_signal``) and the congestion control
       (``on_signal``) before the ACK's other hooks; unasked reflections are counted, ignored.
-  C1  C.7: the initiator closes only when every item is acknowledged: CONTROL CLOSE (ctl 4) with
+  PDS-C1  C.7: the initiator closes only when every item is acknowledged: CONTROL CLOSE (ctl 4) with
       AR on a new PSN; the PDC is freed when an ACK covers that PSN.
-  X1  C.8: each item goes as requests on this PDC, its SES bytes verbatim.
-  X4  C.3: an ACK with next_hdr 4-6 carries an SES response: it goes up (``Upper.response``)
-      with the token of the request at ACK_PSN, or of a request X5 still waits for; one that
+  PDS-X1  C.8: each item goes as requests on this PDC, its SES bytes verbatim.
+  PDS-X4  C.3: an ACK with next_hdr 4-6 carries an SES response: it goes up (``Upper.response``)
+      with the token of the request at ACK_PSN, or of a request PDS-X5 still waits for; one that
       names none is a repeat, dropped and counted (``stale_ses_response``).
-  X5  choice (a cumulative ACK can cover a PSN whose own ACK, carrying the response, was lost):
+  PDS-X5  choice (a cumulative ACK can cover a PSN whose own ACK, carrying the response, was lost):
       when an item's requests are all CACKed and the upper layer still waits for its response
       (``Upper.pending``), ACK_REQ (ctl 1) goes for each of its PSNs after 2 RTO, then 4, 8
-      and 16 RTO apart; the target answers with the stored response (X3). After 4 x
-      ``max_rto_retx`` tries the item fails. Close (C1) waits for these.
-  X6  C.5 / C.7: a PDC closed in error fails its items (``Upper.failed``).
+      and 16 RTO apart; the target answers with the stored response (PDS-X3). After 4 x
+      ``max_rto_retx`` tries the item fails. Close (PDS-C1) waits for these.
+  PDS-X6  C.5 / C.7: a PDC closed in error fails its items (``Upper.failed``).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class Initiator(PdcSide):
         super().__init__(ep, pdcid, peer, 0, mode, key)
         cfg = self.cfg
         self.cc = cfg.cc_factory(cfg)
-        # Q1 of uet.pds.credit: a CC that wants credit (RCCC, E.2) sends the CC request forms
+        # PDS-Q1 of uet.pds.credit: a CC that wants credit (RCCC, E.2) sends the CC request forms
         self.credit = InitiatorCredit(self) if self.cc.wants_credit else None
         if self.credit is None:
             self.ptype = ROD_REQ if mode == "rod" else RUD_REQ
@@ -118,7 +118,7 @@ class Initiator(PdcSide):
         self.ctl_q: deque = deque()
         self.close_wanted = False
         self.close_psn: int | None = None
-        # X5: token -> [PSNs, deadline, tries]; PSN -> token for those PSNs
+        # PDS-X5: token -> [PSNs, deadline, tries]; PSN -> token for those PSNs
         self.ses_wait: dict[Any, list] = {}
         self.ses_psn: dict[int, Any] = {}
         self.sel = cfg.entropy_factory(cfg, ep.rng)
@@ -144,7 +144,7 @@ class Initiator(PdcSide):
 
     # --- API ------------------------------------------------------------------------------------
     def submit(self, item: Any) -> None:
-        """X1: send ``item``'s requests on this PDC."""
+        """PDS-X1: send ``item``'s requests on this PDC."""
         it = _Item(item)
         self.items[id(item)] = it
         self.queue.append(it)
@@ -164,7 +164,7 @@ class Initiator(PdcSide):
     def deadline(self) -> float:
         t = self.rec.deadline()
         if self.credit is not None and self.credit.request_at < t:
-            t = self.credit.request_at  # Q3: CREDIT_REQ again
+            t = self.credit.request_at  # PDS-Q3: CREDIT_REQ again
         for w in self.ses_wait.values():
             if w[1] < t:
                 t = w[1]
@@ -176,7 +176,7 @@ class Initiator(PdcSide):
         self.rec.on_timer(now)
 
     def _ses_timer(self, now: float) -> None:
-        """X5: ask again (ACK_REQ, C.4) for the ACKs that carry an item's response."""
+        """PDS-X5: ask again (ACK_REQ, C.4) for the ACKs that carry an item's response."""
         up = self.ep.upper
         for token, w in list(self.ses_wait.items()):
             if not up.pending(token):
@@ -233,13 +233,13 @@ class Initiator(PdcSide):
             out.append(self._transmit(p, now, retx=False))
 
     def _may_send(self, nbytes: int) -> bool:
-        """The congestion control's gate (with RCCC's exception Q4 of uet.pds.credit)."""
+        """The congestion control's gate (with RCCC's exception PDS-Q4 of uet.pds.credit)."""
         if self.credit is not None:
             return self.credit.may_send(nbytes)
         return self.cc.can_send(self.rec.inflight, nbytes)
 
     def _room(self) -> int:
-        """I4, C.1: how many new PSNs the windows allow now."""
+        """PDS-I4, C.1: how many new PSNs the windows allow now."""
         psn, base = self.next_psn, self.base
         room = min(self.cfg.tx_range - pdiff(psn, base), self.peer_range - pdiff(psn, base))
         if self.state == SYN_SENT:
@@ -247,11 +247,11 @@ class Initiator(PdcSide):
         return room
 
     def _send_new(self, now: float, out: list) -> None:
-        """New requests while the windows (I4) and congestion control allow, decided one by one
-        (AR: I5, I15; the entropy; :meth:`Recovery.on_sent`). Established and without a credit
+        """New requests while the windows (PDS-I4) and congestion control allow, decided one by one
+        (AR: PDS-I5, PDS-I15; the entropy; :meth:`Recovery.on_sent`). Established and without a credit
         demand (the 12-byte header, B.5) they are built a run of one item's packets at a time
-        after the loop (:meth:`_build`); otherwise (the SYN form, I1; the CC form with the
-        demand of that moment, Q1) each as it is decided."""
+        after the loop (:meth:`_build`); otherwise (the SYN form, PDS-I1; the CC form with the
+        demand of that moment, PDS-Q1) each as it is decided."""
         room = self._room()
         cfg, cc, rec, queue, credit = self.cfg, self.cc, self.rec, self.queue, self.credit
         mtu, trigger, per_packet = cfg.mtu, cfg.ack_gen_trigger, cfg.ack_per_packet
@@ -264,7 +264,7 @@ class Initiator(PdcSide):
             item = it.item
             k = it.next
             n = len(item.payload_of(k))
-            # the gate of _may_send: the congestion control's, or RCCC's credit (Q4)
+            # the gate of _may_send: the congestion control's, or RCCC's credit (PDS-Q4)
             if not (cc.can_send(rec.inflight, n) if credit is None else credit.may_send(n)):
                 break
             if credit is not None:
@@ -282,7 +282,7 @@ class Initiator(PdcSide):
             rec.packets[psn] = p
             it.psns.append(psn)
             inflight = rec.inflight + n
-            # I15: this request fills the window with fewer than ACK_GEN_TRIGGER bytes out
+            # PDS-I15: this request fills the window with fewer than ACK_GEN_TRIGGER bytes out
             fills = inflight < trigger and (room == 0 or not cc.can_send(inflight, mtu))
             ev_ = next_ev(now)
             on_sent(p, now, ev_, False)
@@ -293,7 +293,7 @@ class Initiator(PdcSide):
             if run is None or run[0] is not it:
                 run = [it, p, [], []]
                 runs.append(run)
-            run[2].append(fills or last or per_packet)  # I5 (AR on the item's last request), I15
+            run[2].append(fills or last or per_packet)  # PDS-I5 (AR on the item's last request), PDS-I15
             run[3].append(ev_)
         for _, p, ar, evs in runs:
             self._build(p, ar, evs, out)
@@ -307,12 +307,12 @@ class Initiator(PdcSide):
             header=self.header, item=p.item.item, first=p.index, psn=p.psn,
             clear_psn=(self.base - 1) & M32, ar=ar, entropy=evs, src=self.ep.address,
             dst=self.peer, port=cfg.port, udp_seed=udp_seed),
-            [self._metas.get(ev_) or self._meta(ev_) for ev_ in evs]))  # I3: CLEAR_PSN
+            [self._metas.get(ev_) or self._meta(ev_) for ev_ in evs]))  # PDS-I3: CLEAR_PSN
 
     def _transmit(self, p: SentPacket, now: float, *, retx: bool) -> tuple[bytes, DatagramMeta]:
         """A resend (or the CLOSE) of ``p``."""
         sel = self.sel
-        # H3 of uet.multipath: resends and control packets on an EV known to work
+        # MULTIPATH-H3 of uet.multipath: resends and control packets on an EV known to work
         ev_ = sel.next_retransmit(now) if retx or p.ctl >= 0 else sel.next(now)
         self.rec.on_sent(p, now, ev_, retx)
         if p.ctl >= 0:
@@ -332,15 +332,15 @@ class Initiator(PdcSide):
         """The datagram of request ``p`` (one packet at a time: the SYN and CC forms, resends)."""
         item = p.item.item
         head = self.header.pack(
-            item.next_hdr, p.psn, pdiff((self.base - 1) & M32, p.psn),  # I3
-            ar=ar or p.last or retx or self.cfg.ack_per_packet, retx=retx,  # I5
+            item.next_hdr, p.psn, pdiff((self.base - 1) & M32, p.psn),  # PDS-I3
+            ar=ar or p.last or retx or self.cfg.ack_per_packet, retx=retx,  # PDS-I5
             psn_offset=None if self.established else (p.psn - self.start_psn),
-            credit_target=None if self.credit is None else self.credit.demand())  # Q1
+            credit_target=None if self.credit is None else self.credit.demand())  # PDS-Q1
         return seal((head, item.header(p.index), item.payload_of(p.index)), meta)
 
     def _control(self, ctl: int, psn: int, payload: int, retx: bool,
                  ev_: int | None = None) -> tuple[bytes, DatagramMeta]:
-        if ev_ is None:  # H3 of uet.multipath: a probe explores, others need their answer
+        if ev_ is None:  # MULTIPATH-H3 of uet.multipath: a probe explores, others need their answer
             sel = self.sel
             ev_ = sel.next_probe(self.rec.last_tx) if ctl == CTL_PROBE else sel.next_retransmit(
                 self.rec.last_tx)
@@ -358,20 +358,20 @@ class Initiator(PdcSide):
         ``a.next_hdr`` says so."""
         ep = self.ep
         stats = ep.stats_counter
-        if meta.src != self.peer:  # I13
+        if meta.src != self.peer:  # PDS-I13
             stats["foreign_ack"] += 1
             return
         cack = a.cack_psn
-        # I11: a CACK beyond what was sent, or far behind the base, is bogus
+        # PDS-I11: a CACK beyond what was sent, or far behind the base, is bogus
         if (pdiff(cack, self.next_psn) >= 0
                 or pdiff(cack, (self.base - 1) & M32) < -self.cfg.tx_range - 65536):
             stats["bad_ack"] += 1
             return
-        if self.state == SYN_SENT:  # I2
+        if self.state == SYN_SENT:  # PDS-I2
             self.transition(InitiatorEvent.FIRST_ACK)
             self.peer_pdcid = a.spdcid
             self.header = RequestHeader(self.ptype, self.pdcid, a.spdcid)
-            self.rec.on_established()  # I8: a longer backoff for a peer known to answer
+            self.rec.on_established()  # PDS-I8: a longer backoff for a peer known to answer
             ep.events.append(ev.PdcEstablished(self.pdcid, a.spdcid, self.peer, "initiator",
                                                self.mode))
         elif a.spdcid != self.peer_pdcid:
@@ -388,7 +388,7 @@ class Initiator(PdcSide):
             self._response(a, acked, ack_psn, data, end, meta, now)
         acked_bytes = 0
         progress = False
-        # I6: CACK
+        # PDS-I6: CACK
         base = self.base
         if pdiff(cack, base) >= 0:
             while True:
@@ -419,25 +419,25 @@ class Initiator(PdcSide):
         if a.ccx_type is not None:
             self._signals(a, now)
         elif a.cc_type == CC_TYPE_CREDIT and self.credit is not None:
-            self.credit.granted(now, a.credit)  # Q2
+            self.credit.granted(now, a.credit)  # PDS-Q2
         if a.m:
             self.cc.on_ce(now=now, size=acked_bytes)
         self.cc.on_ack(now=now, size=acked_bytes, inflight=rec.inflight, ack=a)
         self.sel.on_ack(now=now, ev=meta.sport, ce=bool(a.m))  # A.1: its source port is our EV
         if a.p and not progress:
-            # I8: a probe's answer shows the base PSN still missing: if its last copy went on
-            # an EV not known to work, resend it now (H3 picks the EV this answer proved)
+            # PDS-I8: a probe's answer shows the base PSN still missing: if its last copy went on
+            # an EV not known to work, resend it now (MULTIPATH-H3 picks the EV this answer proved)
             p = packets.get(self.base)
             if p is not None and p.state == INFLIGHT and not self.sel.known(p.ev):
                 rec.mark_lost(p, now)
         rec.detect_loss(now)
-        if a.req == 1:  # I12
+        if a.req == 1:  # PDS-I12
             self.queue_control(CTL_CLEAR, 0, (self.base - 1) & M32, False)
         elif a.req == 2:
             self.close_wanted = True
 
     def _signals(self, a: Ack, now: float) -> None:
-        """I16: the CSIG tags an ACK_CCX reflects (uet.cms.csig C4) go to the entropy selector
+        """PDS-I16: the CSIG tags an ACK_CCX reflects (uet.cms.csig CMS-C4) go to the entropy selector
         and the congestion control, EV by EV; a reflection not asked for (``csig`` off) or
         another ccx_type is counted and ignored."""
         if a.ccx_type != CSIG_CCX_TYPE or self.cfg.csig is None:
@@ -479,7 +479,7 @@ class Initiator(PdcSide):
         return acked_bytes, found
 
     def _acked(self, p: SentPacket, now: float) -> None:
-        """A request is CACKed: its item may be complete (X5)."""
+        """A request is CACKed: its item may be complete (PDS-X5)."""
         it = p.item
         it.unacked -= 1
         if it.unacked or not it.queued_all or it.done:
@@ -489,7 +489,7 @@ class Initiator(PdcSide):
         up = self.ep.upper
         token = it.item.token
         up.acked(token, now)
-        if up.pending(token):  # X5: its response may have ridden an ACK that was lost
+        if up.pending(token):  # PDS-X5: its response may have ridden an ACK that was lost
             w = self.ses_wait.get(token)
             if w is None:
                 w = self.ses_wait[token] = [[], now + 2 * self.rec.rto(), 0]
@@ -499,7 +499,7 @@ class Initiator(PdcSide):
 
     def _response(self, a: Ack, acked: SentPacket | None, ack_psn: int | None, data: bytes,
                   end: int, meta: DatagramMeta, now: float) -> None:
-        """X4: an SES response on the ACK goes up with the token of the request it answers."""
+        """PDS-X4: an SES response on the ACK goes up with the token of the request it answers."""
         if acked is not None and acked.item is not None:
             token = acked.item.item.token
         elif ack_psn is not None:
@@ -517,11 +517,11 @@ class Initiator(PdcSide):
     def on_nack(self, n: Nack, meta: DatagramMeta, now: float) -> None:
         ep = self.ep
         stats = ep.stats_counter
-        if meta.src != self.peer:  # I13
+        if meta.src != self.peer:  # PDS-I13
             stats["foreign_nack"] += 1
             return
         code, psn = n.nack_code, n.nack_psn
-        if pdiff(psn, self.base) < 0 or pdiff(psn, self.next_psn) >= 0:  # I11
+        if pdiff(psn, self.base) < 0 or pdiff(psn, self.next_psn) >= 0:  # PDS-I11
             stats["stale_nack"] += 1
             return
         p = self.rec.packets.get(psn)
@@ -531,7 +531,7 @@ class Initiator(PdcSide):
         if self.established and n.spdcid not in (0, self.peer_pdcid):
             stats["bad_nack"] += 1
             return
-        if p.ctl == CTL_CLOSE and code in CLOSED_PDC_CODES:  # I14
+        if p.ctl == CTL_CLOSE and code in CLOSED_PDC_CODES:  # PDS-I14
             stats["close_nacked"] += 1
             ep.closed_initiator(self)
             return
@@ -546,7 +546,7 @@ class Initiator(PdcSide):
             self._rebase(n.payload & M32)
 
     def _nack_resend(self, p: SentPacket, code: int, what: str, now: float) -> None:
-        """I10: resend ``p`` now, later, or after a backoff that outlasts the target's reaping."""
+        """PDS-I10: resend ``p`` now, later, or after a backoff that outlasts the target's reaping."""
         if p.state in (SACKED, LOST):
             return  # it arrived after all, or its resend is already due
         cfg = self.cfg
@@ -597,18 +597,18 @@ class Initiator(PdcSide):
             self.close_psn = (self.close_psn + delta) & M32
 
     def on_control(self, c: Control, meta: DatagramMeta, now: float) -> None:
-        if meta.src != self.peer:  # I13
+        if meta.src != self.peer:  # PDS-I13
             self.ep.stats_counter["foreign_control"] += 1
             return
-        if c.ctl_type == CTL_CLEAR_REQ:  # I12
+        if c.ctl_type == CTL_CLEAR_REQ:  # PDS-I12
             self.queue_control(CTL_CLEAR, 0, (self.base - 1) & M32, False)
         elif c.ctl_type == CTL_CLOSE_REQ:
             self.close_wanted = True
         elif c.ctl_type == CTL_CREDIT and self.credit is not None:
-            self.credit.granted(now, c.payload & 0xFFFFFF)  # Q2
+            self.credit.granted(now, c.payload & 0xFFFFFF)  # PDS-Q2
         else:
             self.ep.stats_counter["unsupported"] += 1  # a CREDIT this PDC did not ask for too
 
     def outstanding_items(self) -> list[Any]:
-        """The items not yet complete (for X6)."""
+        """The items not yet complete (for PDS-X6)."""
         return [it.item for it in self.items.values() if not it.done]

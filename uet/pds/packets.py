@@ -1,15 +1,15 @@
-"""One build and one parse per PDS packet type (uet-facts B.5-B.12), from the schema's layouts
+"""One build and one parse per PDS packet type (facts B.5-B.12), from the schema's layouts
 (:mod:`uet.wire.fast`): no field position is written here.
 
 * requests (B.5, B.6): :class:`RequestHeader` holds a PDC's constant fields and packs a header per
   PSN; :func:`read_request` reads one;
-* ACKs (B.7-B.9): :class:`AckEncoder` (plain ACK or ACK_CC, chosen by configuration, A2) and
+* ACKs (B.7-B.9): :class:`AckEncoder` (plain ACK or ACK_CC, chosen by configuration, PDS-A2) and
   :func:`read_ack` for all three types;
 * NACKs (B.10) and CONTROL packets (B.12): :func:`nack_bytes` / :func:`read_nack`,
   :func:`control_bytes` / :func:`read_control`.
 
 A read returns a tuple of ints (flags as 0/1) and never a partial result: a datagram too short for
-its header raises :class:`uet.errors.TruncatedError` (a decode error of the wire layer: R3).
+its header raises :class:`uet.errors.TruncatedError` (a decode error of the wire layer: PDS-R3).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class RequestHeader:
     def pack(self, next_hdr: int, psn: int, clear_offset: int, *, ar: bool, retx: bool,
              psn_offset: int | None, credit_target: int | None = None) -> bytes:
         """The 12 header bytes; ``psn_offset`` None: established (DPDCID), else the SYN form.
-        ``clear_offset`` is clamped to the signed 16-bit field (I3). ``credit_target`` (wire
+        ``clear_offset`` is clamped to the signed 16-bit field (PDS-I3). ``credit_target`` (wire
         units, E.2) adds the 4 bytes of the CC form (B.6: ccc_id 0, then the 24-bit target);
         the PDC's type must then be RUD_CC_REQ or ROD_CC_REQ."""
         c = -32768 if clear_offset < -32768 else (32767 if clear_offset > 32767 else clear_offset)
@@ -163,7 +163,7 @@ class Ack(NamedTuple):
     rcv_cwnd_pend: int = 0
     rcvd_bytes: int = 0
     ooo_count: int = 0
-    # an ACK_CCX's type and state (B.9; ccx_type 14: a CSIG reflection, uet.cms.csig C4)
+    # an ACK_CCX's type and state (B.9; ccx_type 14: a CSIG reflection, uet.cms.csig CMS-C4)
     ccx_type: int | None = None
     ccx_state: int = 0
     credit: int = 0    # cc_type 1 (RCCC, E.2): the credit granted, in its wire units (B.8)
@@ -188,8 +188,8 @@ def read_ack(ptype: int, data: bytes, end: int) -> Ack:
 
 
 class AckEncoder:
-    """A target PDC's ACKs (A2): ACK_CC with the NSCC state (cc_type 0, design.md default) or a
-    plain ACK; with a CSIG reflection (uet.cms.csig C4) an ACK_CCX instead. The constant fields
+    """A target PDC's ACKs (PDS-A2): ACK_CC with the NSCC state (cc_type 0, docs/design-notes.md default) or a
+    plain ACK; with a CSIG reflection (uet.cms.csig CMS-C4) an ACK_CCX instead. The constant fields
     (type, PDC ids, MPR) set once, the rest ORed in per ACK."""
 
     __slots__ = ("plain", "size", "_const", "_xconst", "_p", "_aoff", "_cack", "_m", "_retx",
@@ -225,8 +225,8 @@ class AckEncoder:
              credit: int | None = None) -> bytes:
         """One ACK: ``ack_psn_offset`` clamped to 16 signed bits; ``probe`` (an opaque value)
         makes it a probe answer (P = 1, B.7). The SACK fields and the NSCC state (ACK_CC,
-        cc_type 0, B.8; service_time is always 0 here: A5 of uet/pds/target.py) are ignored by
-        a plain ACK. ``ccx_state`` (a CSIG reflection, uet.cms.csig C4) makes it an ACK_CCX
+        cc_type 0, B.8; service_time is always 0 here: PDS-A5 of uet/pds/target.py) are ignored by
+        a plain ACK. ``ccx_state`` (a CSIG reflection, uet.cms.csig CMS-C4) makes it an ACK_CCX
         (B.9) of ccx_type 14 carrying that state instead of the NSCC state; ``credit`` (RCCC's
         grant in wire units, E.2) makes it cc_type 1 with that credit."""
         if probe is not None:  # probe_opaque sits where ack_psn_offset does (checked above)
@@ -269,7 +269,7 @@ assert _ACCX.shift["ack_ccx_state"] == 0 and all(
 
 
 def ack_bytes(ack_type: str, **fields: int) -> bytes:
-    """An ACK from field values (for answers outside a PDC's encoder: C2's closed PDCs)."""
+    """An ACK from field values (for answers outside a PDC's encoder: PDS-C2's closed PDCs)."""
     codec = _ACK if ack_type == "ack" else _ACK_CC
     return codec.encode(dict(fields, type=ACK_TYPE if ack_type == "ack" else ACK_CC_TYPE))
 

@@ -1,4 +1,4 @@
-"""What both sides of a PDC have (uet-facts C.1): the endpoint it belongs to, its PDCID and its
+"""What both sides of a PDC have (facts C.1): the endpoint it belongs to, its PDCID and its
 peer's, the peer address, the delivery mode, the key the endpoint files it under, and its state,
 which changes only through :meth:`PdcSide.transition` and the side's table in
 :mod:`uet.pds.states`. The sides' rules are :mod:`uet.pds.initiator` and :mod:`uet.pds.target`."""
@@ -29,7 +29,7 @@ class PdcSide:
         self.cfg = ep.config
         self.pdcid = pdcid
         self.peer = peer
-        self.peer_pdcid = peer_pdcid  # 0 until the initiator's first ACK names it (I2)
+        self.peer_pdcid = peer_pdcid  # 0 until the initiator's first ACK names it (PDS-I2)
         self.mode = mode              # "rud" or "rod" (C.8)
         self.key = key
         self._state = self.INITIAL

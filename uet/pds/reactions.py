@@ -1,4 +1,4 @@
-"""What a sender does about each NACK code (uet-facts B.11, the reaction column of the reference
+"""What a sender does about each NACK code (facts B.11, the reaction column of the reference
 provider), in one table with a column per mode: RUD/ROD (a PDC) and RUDI (no PDC, one request).
 
 Reactions:
@@ -72,5 +72,5 @@ def reaction(code: int) -> Reaction:
     return TABLE.get(code, UNKNOWN)
 
 
-#: C.7: what a target answers to a CLOSE for a PDC it already freed (I14 of uet/pds/initiator.py)
+#: C.7: what a target answers to a CLOSE for a PDC it already freed (PDS-I14 of uet/pds/initiator.py)
 CLOSED_PDC_CODES = frozenset({NACK_BY_NAME["INV_DPDCID"], NACK_BY_NAME["CLOSING"]})

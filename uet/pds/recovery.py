@@ -4,26 +4,26 @@ probes - over the map of sent packets, in the manner of aioquic's ``recovery.py`
 (uet/pds/initiator.py) sends what this decides; congestion control and the entropy selector hear
 every event through their interfaces (uet.cms, uet.multipath), never by special case.
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision where facts are silent)
+RULES (each names its docs/facts.md row; "choice" marks a project decision where facts are silent)
 ================================================================================================
-  I6  C.2: CACK_PSN acknowledges every PSN up to it; C.4: SACK bits mark PSNs as arrived (SACKED),
+  PDS-I6  C.2: CACK_PSN acknowledges every PSN up to it; C.4: SACK bits mark PSNs as arrived (SACKED),
       not completed. Each packet newly known to have arrived is reported to the entropy selector
       (``on_delivered``, its EV works) and its bytes to congestion control (``on_ack``).
-  I7  choice (RACK-like, needed for sprayed traffic): a PSN not SACKed while a packet sent after it
+  PDS-I7  choice (RACK-like, needed for sprayed traffic): a PSN not SACKed while a packet sent after it
       was is lost once it is older than the recent maximum RTT (paths differ in queueing, so the
       latest RTT alone would call every slower path lossy) + a reorder window (``reorder_window``
       x min RTT, grown when a retransmission turns out spurious: ACKed sooner than
       SPURIOUS_RTT_FRACTION x min RTT after it went out). "Recent maximum" is a windowed
       maximum: the largest RTT delivered in the current window of RTT_WINDOW_SRTTS srtt or in
       the one before it (a window ends only by time, never by a smaller sample).
-  I8  C.5: RTO (initial ``rto_initial``, C.9 RTO_INIT_TIMER 1 ms; choice: srtt + RTO_K rttvar,
+  PDS-I8  C.5: RTO (initial ``rto_initial``, C.9 RTO_INIT_TIMER 1 ms; choice: srtt + RTO_K rttvar,
       floor ``rto_min``, once sampled) with exponential backoff (at most x BACKOFF_CAP, and
       ``rto_max``); on expiry, packets older than the RTO are resent; when only SACKed-but-not-
       CACKed packets remain, an ACK_REQ control (ctl 1) for the lowest of them is sent instead
       (C.4). The k-th timeout in a row also sends CONTROL PROBE (B.12, payload the base PSN) on
       2^k EVs not tried since the last progress (choice: ECMP hashes requests and answers on
       the entropy, so a sender whose paths failed must find EVs that work both ways; the answer,
-      an ACK with P = 1, comes back on the probe's EV and makes it known, H3 of uet.multipath); an
+      an ACK with P = 1, comes back on the probe's EV and makes it known, MULTIPATH-H3 of uet.multipath); an
       answer that shows the base PSN still missing while its last copy went on an EV not known to
       work resends it at once. After a timeout the next one is at least one (backed-off) RTO
       later, however spread out in time the packets still in flight were sent. More than
@@ -33,8 +33,8 @@ RULES (each names its uet-facts.md row; "choice" marks a project decision where 
       timeouts instead (each when set, and larger), so that they span a longer silence: a peer
       that answered before is more likely slow (a loaded host, a queue behind a SYN flood) than
       gone, and a give-up after a fixed few seconds of silence would kill a transfer that only
-      waits. No RTO runs while everything outstanding waits for a NACK-driven resend (I10).
-  I9  C.9 TAIL_LOSS_TIME: tail-loss probe: with packets outstanding and nothing sent or heard
+      waits. No RTO runs while everything outstanding waits for a NACK-driven resend (PDS-I10).
+  PDS-I9  C.9 TAIL_LOSS_TIME: tail-loss probe: with packets outstanding and nothing sent or heard
       for the probe time (choice: 2 srtt, min ``tlp_min``; restarted on progress), ACK_REQ for the
       newest outstanding PSN; the target answers an ACK (with SACK) or NACK PKT_NOT_RCVD. At most
       ``max_tail_loss_retx`` probes in a row.
@@ -56,9 +56,9 @@ RTT_ALPHA = 0.125            # srtt gain
 RTT_BETA = 0.25              # rttvar gain
 RTO_K = 4                    # rto = srtt + RTO_K x rttvar
 BACKOFF_CAP = 1 << 10        # the RTO doubles per timeout up to this factor
-RTT_WINDOW_SRTTS = 4         # I7: the windowed maximum RTT keeps a window of this many srtt
-SPURIOUS_RTT_FRACTION = 0.75  # I7: a resend ACKed sooner than this x min RTT was spurious
-TLP_SRTTS = 2                # I9: probe time = TLP_SRTTS x srtt (at least tlp_min)
+RTT_WINDOW_SRTTS = 4         # PDS-I7: the windowed maximum RTT keeps a window of this many srtt
+SPURIOUS_RTT_FRACTION = 0.75  # PDS-I7: a resend ACKed sooner than this x min RTT was spurious
+TLP_SRTTS = 2                # PDS-I9: probe time = TLP_SRTTS x srtt (at least tlp_min)
 
 # packet states
 INFLIGHT, SACKED, LOST, ACKED = 0, 1, 2, 3
@@ -83,8 +83,8 @@ class SentPacket:
         self.xmits = 0
         self.seq = 0
         self.state = INFLIGHT
-        self.nacks = 0            # NACK-driven resends (I10)
-        self.waits = 0            # resource NACKs (I10)
+        self.nacks = 0            # NACK-driven resends (PDS-I10)
+        self.waits = 0            # resource NACKs (PDS-I10)
         self.ev = 0
 
 
@@ -112,7 +112,7 @@ class Recovery:
         self.packets: dict[int, SentPacket] = {}
         self.sent_q: deque = deque()  # (seq, packet) per transmission; stale once either changed
         self.retx_q: deque = deque()  # PSNs to resend now
-        self.delayed: list[tuple[float, int]] = []  # (when, PSN): NACK-driven resends (I10)
+        self.delayed: list[tuple[float, int]] = []  # (when, PSN): NACK-driven resends (PDS-I10)
         self.inflight = 0
         self.seq = 0
         self.srtt = 0.0
@@ -120,11 +120,11 @@ class Recovery:
         self.min_rtt = INF
         self.rack_seq = 0
         self.rack_rtt = 0.0
-        self.rtt_hi = 0.0    # largest RTT delivered in the current window (I7) ...
+        self.rtt_hi = 0.0    # largest RTT delivered in the current window (PDS-I7) ...
         self.rtt_hi_t = 0.0  # ... which started then ...
         self.rtt_prev = 0.0  # ... and the largest of the window before it
         self.reo_steps = 1
-        self.rto_cap = self.cfg.rto_max  # I8: rto_max_established once the peer answered ...
+        self.rto_cap = self.cfg.rto_max  # PDS-I8: rto_max_established once the peer answered ...
         self.rto_retx = self.cfg.max_rto_retx  # ... and max_rto_retx_established
         self.last_tx = 0.0
         self.rack_at = INF
@@ -158,7 +158,7 @@ class Recovery:
         return min(r * self.backoff, self.rto_cap)
 
     def on_established(self) -> None:
-        """I8: the peer answered (the PDC is established): the backoff may grow to
+        """PDS-I8: the peer answered (the PDC is established): the backoff may grow to
         ``rto_max_established``, the give-up wait for ``max_rto_retx_established`` timeouts."""
         cap, retx = self.cfg.rto_max_established, self.cfg.max_rto_retx_established
         if cap is not None and cap > self.rto_cap:
@@ -192,13 +192,13 @@ class Recovery:
         if self.rack_at < t:
             t = self.rack_at
         p = self.oldest_inflight()
-        if p is not None or not (self.delayed or self.retx_q):  # I10: a wait, not a loss
+        if p is not None or not (self.delayed or self.retx_q):  # PDS-I10: a wait, not a loss
             at = max((p.sent if p is not None else self.last_progress) + self.rto(),
                      self.rto_not_before)
             if at < t:
                 t = at
         if not self.tlp_pending and p is not None and self.tlp_count < self.cfg.max_tail_loss_retx:
-            at = max(self.last_tx, self.last_progress) + self.pto()  # I9
+            at = max(self.last_tx, self.last_progress) + self.pto()  # PDS-I9
             if at < t:
                 t = at
         return t
@@ -253,16 +253,16 @@ class Recovery:
             if low is not None:
                 self.owner.queue_control(CTL_ACK_REQ, low.psn, 0, True)
         base = self.owner.base
-        for _ in range(min(1 << self.rto_count, len(self.sel.values))):  # I8: EV probes
+        for _ in range(min(1 << self.rto_count, len(self.sel.values))):  # PDS-I8: EV probes
             self.owner.queue_control(CTL_PROBE, base, base, True)
         self.last_progress = now
         self.backoff = min(self.backoff * 2, BACKOFF_CAP)
-        self.rto_not_before = now + self.rto()  # I8
+        self.rto_not_before = now + self.rto()  # PDS-I8
         self.cc.on_timeout(now=now)
         self.sel.on_timeout(now=now)
 
     def _on_tlp(self, now: float) -> None:
-        newest = None  # I9: ACK_REQ for the newest outstanding PSN
+        newest = None  # PDS-I9: ACK_REQ for the newest outstanding PSN
         for seq, p in reversed(self.sent_q):
             if p.seq == seq and p.state == INFLIGHT:
                 newest = p
@@ -287,7 +287,7 @@ class Recovery:
         return m * min(self.cfg.reorder_window * self.reo_steps, self.cfg.reorder_window_max)
 
     def detect_loss(self, now: float) -> None:
-        """I7: packets sent before the newest delivered one and older than the threshold."""
+        """PDS-I7: packets sent before the newest delivered one and older than the threshold."""
         if not self.rack_seq:
             return
         q = self.sent_q
@@ -308,13 +308,13 @@ class Recovery:
         self.rack_at = INF
 
     def delivered(self, p: SentPacket, now: float) -> None:
-        """I6 / I7: ``p`` newly known to have arrived (CACKed or SACKed)."""
+        """PDS-I6 / PDS-I7: ``p`` newly known to have arrived (CACKed or SACKed)."""
         if p.state == INFLIGHT:
             self.inflight -= p.length
         self.sel.on_delivered(now=now, ev=p.ev)
         rtt = now - p.sent
         if p.xmits > 1 and self.min_rtt < INF and rtt < SPURIOUS_RTT_FRACTION * self.min_rtt:
-            # spurious: the original arrived; widen the reorder window (I7)
+            # spurious: the original arrived; widen the reorder window (PDS-I7)
             self.stats["spurious_detected"] += 1
             if self.cfg.reorder_window * self.reo_steps < self.cfg.reorder_window_max:
                 self.reo_steps += 1

@@ -7,40 +7,40 @@ payload (CRC-32C trailer included, same coverage as the PDS core) with a
 reads events (:meth:`next_event`). The SES header bytes ride opaque: the target hands each request
 up as a :class:`RudiRequest` and the SES answers with :meth:`RudiEndpoint.respond`.
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision)
+RULES (each names its docs/facts.md row; "choice" marks a project decision)
 ==========================================================================
-  U1  B.13: request type 4, response type 5; 8-byte header: next_hdr (the SES header type),
+  PDS-U1  B.13: request type 4, response type 5; 8-byte header: next_hdr (the SES header type),
       RETX, pkt_id. Responses set M when the request arrived CE-marked.
-  U2  C.8: no PDC and no ACK: every request gets exactly one response (type 5, same pkt_id),
+  PDS-U2  C.8: no PDC and no ACK: every request gets exactly one response (type 5, same pkt_id),
       carrying the SES response. The target keeps no state between requests: a repeated request
       is executed again, which is why RUDI carries idempotent operations only (the SES refuses
       the others with OP_VIOLATION).
-  U3  C.8: the initiator holds all state: a per-packet RTO (``rto`` = C.9 RTO_INIT_TIMER 1 ms,
+  PDS-U3  C.8: the initiator holds all state: a per-packet RTO (``rto`` = C.9 RTO_INIT_TIMER 1 ms,
       doubled per resend up to ``rto_max``, choice); on expiry the request is resent with RETX;
       after ``max_retx`` (C.9 MAX_RTO_RETX_CNT 5) resends it fails (RudiRequestFailed). Entropy
       values (UDP source ports) come from an :class:`uet.multipath.EntropySelector` shared by
-      every request, with its path health (H1-H4 of uet.multipath): a response or NACK proves
+      every request, with its path health (MULTIPATH-H1 to MULTIPATH-H4 of uet.multipath): a response or NACK proves
       its EV, a timeout counts against the request's EV, and a resend goes on the EV proven
       last, else an unexplored one, so that failed paths cannot eat every copy of a request
       (found by ``uet sim --mode rudi --fail-path``).
-  U4  B.13 "not sequential": pkt_ids are drawn at random (seeded, design.md principle 5), unique
+  PDS-U4  B.13 "not sequential": pkt_ids are drawn at random (seeded, docs/design-notes.md principle 5), unique
       among this endpoint's outstanding requests.
-  U5  B.10 / B.11: a NACK with NT = 1 names the pkt_id, SPDCID = DPDCID = 0. The initiator reacts
+  PDS-U5  B.10 / B.11: a NACK with NT = 1 names the pkt_id, SPDCID = DPDCID = 0. The initiator reacts
       per the B.11 reaction column: resend now (TRIMMED, TRIMMED_LASTHOP, TRIMMED_ACK,
       PKT_NOT_RCVD, ACK_WITH_DATA, RCVR_INFER_LOSS, EXP_NACK_NORMAL/ERR), resend after
       ``nack_retx_time`` (resource codes, PSN_OOR_WINDOW), ignore (RCVD_SES_PROCG: the RTO
       covers it), fail the request (every "close PDC" code: with no PDC, the request is what
       ends). More than ``max_nack_retx`` NACK-driven resends fail it.
-  U6  C.6 / design.md Defaults: a request with DSCP 11 (trimmed) gets NACK TRIMMED (NT = 1) for
+  PDS-U6  C.6 / docs/design-notes.md Defaults: a request with DSCP 11 (trimmed) gets NACK TRIMMED (NT = 1) for
       its pkt_id; a trimmed response or NACK is dropped (the RTO resends the request).
-  U7  A.3: the CRC-32C trailer must verify; a bad one is dropped and counted (``bad_crc``).
-  U8  a response or NACK for a pkt_id not outstanding (a late duplicate) is dropped and counted
+  PDS-U7  A.3: the CRC-32C trailer must verify; a bad one is dropped and counted (``bad_crc``).
+  PDS-U8  a response or NACK for a pkt_id not outstanding (a late duplicate) is dropped and counted
       (``unknown_response`` / ``unknown_nack``); one from another address than the request's
-      destination is dropped and counted too (``foreign_response`` / ``foreign_nack``, as I13
+      destination is dropped and counted too (``foreign_response`` / ``foreign_nack``, as PDS-I13
       of uet/pds/endpoint.py), the request staying outstanding.
-  U9  design.md principle 6: nothing raises out of receive_datagram; malformed input is counted.
-  U10 A.2 / design.md Defaults: requests and responses DSCP 0 with ECT(0); NACKs DSCP 46, Not-ECT.
-  U11 A.1, H.1 #19: a response or NACK goes to the request's source address at the UET port the
+  PDS-U9  docs/design-notes.md principle 6: nothing raises out of receive_datagram; malformed input is counted.
+  PDS-U10 A.2 / docs/design-notes.md Defaults: requests and responses DSCP 0 with ECT(0); NACKs DSCP 46, Not-ECT.
+  PDS-U11 A.1, H.1 #19: a response or NACK goes to the request's source address at the UET port the
       request went to, from the request's EV (its source port, copied); the initiator reads the
       EV an answer proves from the answer's source port.
 """
@@ -112,7 +112,7 @@ class RudiConfig:
     max_retx: int = 5               # C.9 MAX_RTO_RETX_CNT
     nack_retx_time: float = 1e-3    # C.9 NACK_RETX_TIME
     max_nack_retx: int = 5          # C.9 MAX_NACK_RETX_CNT
-    entropy_base: int = 49152       # UDP source port = entropy (design.md Defaults) ...
+    entropy_base: int = 49152       # UDP source port = entropy (docs/design-notes.md Defaults) ...
     entropy_values: int = 64        # ... these many, sprayed round-robin (unless a selector is
                                     # given to RudiEndpoint)
     seed: int = 0
@@ -174,7 +174,7 @@ class RudiEndpoint(Outbox):
                 o.nack_wait = False
                 self._transmit(o, now, retx=True)
                 continue
-            if o.retx >= self.config.max_retx:  # U3
+            if o.retx >= self.config.max_retx:  # PDS-U3
                 self._fail(o, f"no response after {o.retx} retransmissions (RTO)")
                 continue
             o.retx += 1
@@ -192,7 +192,7 @@ class RudiEndpoint(Outbox):
     def send_request(self, dst: str, next_hdr: int, ses: bytes, now: float, *, tag: Any = None,
                      dport: int | None = None) -> int:
         """Queue one RUDI request carrying ``ses`` (SES header + payload); returns its pkt_id."""
-        while True:  # U4
+        while True:  # PDS-U4
             pid = self._rng.randrange(1, M32 + 1)
             if pid not in self._out:
                 break
@@ -213,7 +213,7 @@ class RudiEndpoint(Outbox):
             heapq.heappush(self._timers, (o.deadline, o.pkt_id, o.gen))
             o.nack_wait = True
             return
-        if retx:  # U3: a resend goes on a path known to work, or explores
+        if retx:  # PDS-U3: a resend goes on a path known to work, or explores
             o.sport = self.sel.next_retransmit(now)
         hdr = bytes((RUDI_REQ << 3 | o.next_hdr >> 1, (o.next_hdr & 1) << 7 | (0x10 if retx else 0),
                      0, 0)) + o.pkt_id.to_bytes(4, "big")
@@ -232,16 +232,16 @@ class RudiEndpoint(Outbox):
     # --- target -----------------------------------------------------------------------------------
 
     def respond(self, req: RudiRequest, next_hdr: int, ses: bytes) -> None:
-        """U2: the one response to ``req`` (SES response header + data)."""
+        """PDS-U2: the one response to ``req`` (SES response header + data)."""
         m = req.meta
         hdr = bytes((RUDI_RESP << 3 | (next_hdr & 0xF) >> 1,
                      (next_hdr & 1) << 7 | (0x20 if req.ce else 0), 0, 0)) + req.pkt_id.to_bytes(4, "big")
-        meta = DatagramMeta(self.address, m.src, m.sport, m.dport, ECT0, DSCP_DATA)  # U11
+        meta = DatagramMeta(self.address, m.src, m.sport, m.dport, ECT0, DSCP_DATA)  # PDS-U11
         self._tx.append((seal(hdr + bytes(ses), meta), meta))
         self.stats["responses_sent"] += 1
 
     def nack(self, meta: DatagramMeta, pkt_id: int, code: int, payload: int = 0) -> None:
-        """U5: NACK with NT = 1 for ``pkt_id`` back to the request's source (PDCIDs 0)."""
+        """PDS-U5: NACK with NT = 1 for ``pkt_id`` back to the request's source (PDCIDs 0)."""
         hdr = bytes((NACK << 3, 0x08, code & 0xFF, 0)) + (pkt_id & M32).to_bytes(4, "big") \
             + bytes(4) + (payload & M32).to_bytes(4, "big")
         out = DatagramMeta(self.address, meta.src, meta.sport, meta.dport, NOT_ECT, DSCP_CONTROL)
@@ -255,7 +255,7 @@ class RudiEndpoint(Outbox):
             self._receive(bytes(data), meta, now)
         except DecodeError:
             self.stats["malformed"] += 1
-        except Exception as exc:  # noqa: BLE001 - U9: a bug must not take the endpoint down
+        except Exception as exc:  # noqa: BLE001 - PDS-U9: a bug must not take the endpoint down
             self._internal_error(exc, data)
 
     def _receive(self, data: bytes, meta: DatagramMeta, now: float) -> None:
@@ -264,14 +264,14 @@ class RudiEndpoint(Outbox):
             return
         ptype = data[0] >> 3
         trimmed = meta.dscp == DSCP_TRIMMED
-        if trimmed:  # U6, before the CRC (a trimmed packet's CRC cannot verify)
+        if trimmed:  # PDS-U6, before the CRC (a trimmed packet's CRC cannot verify)
             if ptype == RUDI_REQ and len(data) >= 8:
                 self.stats["trimmed"] += 1
                 self.nack(meta, int.from_bytes(data[4:8], "big"), _N["TRIMMED"])
             else:
                 self.stats["trimmed_dropped"] += 1
             return
-        if not trailer_ok(data, meta):  # U7
+        if not trailer_ok(data, meta):  # PDS-U7
             self.stats["bad_crc"] += 1
             return
         body = data[:-TRAILER]
@@ -292,7 +292,7 @@ class RudiEndpoint(Outbox):
             if o is None:
                 return
             del self._out[pid]
-            self.sel.on_delivered(now=now, ev=meta.sport)  # U3: this EV works both ways (U11)
+            self.sel.on_delivered(now=now, ev=meta.sport)  # PDS-U3: this EV works both ways (PDS-U11)
             self.sel.on_ack(now=now, ev=meta.sport, ce=bool(data[1] & 0x20))
             self.stats["responses_received"] += 1
             self._events.append(RudiResponse(pid, o.tag, nh, body[8:], bool(data[1] & 0x20)))
@@ -305,7 +305,7 @@ class RudiEndpoint(Outbox):
             self.stats["unsupported_type"] += 1
 
     def _answered(self, pid: int, meta: DatagramMeta, what: str) -> _Out | None:
-        """U8: the outstanding request an answer names, if it came from the request's peer
+        """PDS-U8: the outstanding request an answer names, if it came from the request's peer
         (else counted: ``unknown_<what>``, ``foreign_<what>``)."""
         o = self._out.get(pid)
         if o is None:
@@ -319,7 +319,7 @@ class RudiEndpoint(Outbox):
         o = self._answered(pid, meta, "nack")
         if o is None:
             return
-        self.sel.on_nack(now=now, ev=meta.sport, code=code)  # U11: the EV the NACK copies
+        self.sel.on_nack(now=now, ev=meta.sport, code=code)  # PDS-U11: the EV the NACK copies
         self.stats["nacks_received"] += 1
         name = NACK_CODE.symbol(code) or f"0x{code:02X}"
         if code in NACK_IGNORE:

@@ -6,7 +6,7 @@ a packet before they name an event), so it raises :class:`IllegalTransition` ins
 taken silently.
 
 Each row cites the rule (of :mod:`uet.pds.initiator`, :mod:`uet.pds.target`,
-:mod:`uet.pds.endpoint`) and the uet-facts.md row it implements.
+:mod:`uet.pds.endpoint`) and the docs/facts.md row it implements.
 """
 
 from __future__ import annotations
@@ -19,60 +19,60 @@ from ..errors import UetError
 
 class InitiatorState(StrEnum):
     """C.1, C.7. The values are the strings the states had before this table (kept for output)."""
-    SYN_SENT = "syn_sent"        # I1: requests carry SYN until the first ACK
-    ESTABLISHED = "established"  # I2: the peer's PDCID is known
-    CLOSING = "closing"          # C1: the CLOSE went out, its ACK frees the PDC
-    CLOSED = "closed"            # freed (C1, I14) or closed in error (X6)
+    SYN_SENT = "syn_sent"        # PDS-I1: requests carry SYN until the first ACK
+    ESTABLISHED = "established"  # PDS-I2: the peer's PDCID is known
+    CLOSING = "closing"          # PDS-C1: the CLOSE went out, its ACK frees the PDC
+    CLOSED = "closed"            # freed (PDS-C1, PDS-I14) or closed in error (PDS-X6)
 
 
 class InitiatorEvent(StrEnum):
-    FIRST_ACK = "first_ack"        # I2: the first valid ACK from the peer
-    CLOSE_SENT = "close_sent"      # C1: every item acknowledged, CONTROL CLOSE sent
-    CLOSE_ACKED = "close_acked"    # C1 / I14: the CLOSE acknowledged (or answered: PDC freed)
-    FAILED = "failed"              # X6: closed in error
+    FIRST_ACK = "first_ack"        # PDS-I2: the first valid ACK from the peer
+    CLOSE_SENT = "close_sent"      # PDS-C1: every item acknowledged, CONTROL CLOSE sent
+    CLOSE_ACKED = "close_acked"    # PDS-C1 / PDS-I14: the CLOSE acknowledged (or answered: PDC freed)
+    FAILED = "failed"              # PDS-X6: closed in error
 
 
 class TargetState(StrEnum):
     """C.1, C.7: HALF_OPEN until a packet without SYN names us (the initiator learned our PDCID;
-    T3 reaps half-open PDCs first), OPEN, CLOSING once a CLOSE arrived (C2). A freed target PDC
-    is forgotten (its tomb answers for it, C2), so it has no state of its own."""
+    PDS-T3 reaps half-open PDCs first), OPEN, CLOSING once a CLOSE arrived (PDS-C2). A freed target PDC
+    is forgotten (its tomb answers for it, PDS-C2), so it has no state of its own."""
     HALF_OPEN = "half_open"
     OPEN = "open"
     CLOSING = "closing"
 
 
 class TargetEvent(StrEnum):
-    NAMED = "named"                # a packet without SYN names this PDC (C.1; T4, T5 passed)
-    CLOSE_RCVD = "close_rcvd"      # C2: a CONTROL CLOSE inside the window
+    NAMED = "named"                # a packet without SYN names this PDC (C.1; PDS-T4, PDS-T5 passed)
+    CLOSE_RCVD = "close_rcvd"      # PDS-C2: a CONTROL CLOSE inside the window
 
 
 class Transition(NamedTuple):
     new: StrEnum
-    why: str  # the rule and the uet-facts.md row
+    why: str  # the rule and the docs/facts.md row
 
 
 _I, _IE = InitiatorState, InitiatorEvent
 _T, _TE = TargetState, TargetEvent
 
 INITIATOR_TABLE: dict[tuple[InitiatorState, InitiatorEvent], Transition] = {
-    (_I.SYN_SENT, _IE.FIRST_ACK): Transition(_I.ESTABLISHED, "I2, C.1: DPDCID := ACK.SPDCID"),
-    (_I.ESTABLISHED, _IE.CLOSE_SENT): Transition(_I.CLOSING, "C1, C.7"),
-    # choice: a CLOSE sent before the first ACK keeps SYN (I1); its ACK establishes, then frees
-    (_I.SYN_SENT, _IE.CLOSE_SENT): Transition(_I.SYN_SENT, "C1, C.7 with I1, C.1"),
-    (_I.SYN_SENT, _IE.CLOSE_ACKED): Transition(_I.CLOSED, "I14, C.7"),
-    (_I.ESTABLISHED, _IE.CLOSE_ACKED): Transition(_I.CLOSED, "C1 / I14, C.7"),
-    (_I.CLOSING, _IE.CLOSE_ACKED): Transition(_I.CLOSED, "C1 / I14, C.7"),
-    (_I.SYN_SENT, _IE.FAILED): Transition(_I.CLOSED, "X6, C.5 / C.7"),
-    (_I.ESTABLISHED, _IE.FAILED): Transition(_I.CLOSED, "X6, C.5 / C.7"),
-    (_I.CLOSING, _IE.FAILED): Transition(_I.CLOSED, "X6, C.5 / C.7"),
+    (_I.SYN_SENT, _IE.FIRST_ACK): Transition(_I.ESTABLISHED, "PDS-I2, C.1: DPDCID := ACK.SPDCID"),
+    (_I.ESTABLISHED, _IE.CLOSE_SENT): Transition(_I.CLOSING, "PDS-C1, C.7"),
+    # choice: a CLOSE sent before the first ACK keeps SYN (PDS-I1); its ACK establishes, then frees
+    (_I.SYN_SENT, _IE.CLOSE_SENT): Transition(_I.SYN_SENT, "PDS-C1, C.7 with PDS-I1, C.1"),
+    (_I.SYN_SENT, _IE.CLOSE_ACKED): Transition(_I.CLOSED, "PDS-I14, C.7"),
+    (_I.ESTABLISHED, _IE.CLOSE_ACKED): Transition(_I.CLOSED, "PDS-C1 / PDS-I14, C.7"),
+    (_I.CLOSING, _IE.CLOSE_ACKED): Transition(_I.CLOSED, "PDS-C1 / PDS-I14, C.7"),
+    (_I.SYN_SENT, _IE.FAILED): Transition(_I.CLOSED, "PDS-X6, C.5 / C.7"),
+    (_I.ESTABLISHED, _IE.FAILED): Transition(_I.CLOSED, "PDS-X6, C.5 / C.7"),
+    (_I.CLOSING, _IE.FAILED): Transition(_I.CLOSED, "PDS-X6, C.5 / C.7"),
 }
 
 TARGET_TABLE: dict[tuple[TargetState, TargetEvent], Transition] = {
-    (_T.HALF_OPEN, _TE.NAMED): Transition(_T.OPEN, "T4 / T5 of uet/pds/endpoint.py, C.1"),
-    (_T.HALF_OPEN, _TE.CLOSE_RCVD): Transition(_T.CLOSING, "C2, C.7"),
-    (_T.OPEN, _TE.CLOSE_RCVD): Transition(_T.CLOSING, "C2, C.7"),
-    # a second CLOSE at a newer PSN in the window: C2 records that PSN (the state stays)
-    (_T.CLOSING, _TE.CLOSE_RCVD): Transition(_T.CLOSING, "C2, C.7"),
+    (_T.HALF_OPEN, _TE.NAMED): Transition(_T.OPEN, "PDS-T4 / PDS-T5 of uet/pds/endpoint.py, C.1"),
+    (_T.HALF_OPEN, _TE.CLOSE_RCVD): Transition(_T.CLOSING, "PDS-C2, C.7"),
+    (_T.OPEN, _TE.CLOSE_RCVD): Transition(_T.CLOSING, "PDS-C2, C.7"),
+    # a second CLOSE at a newer PSN in the window: PDS-C2 records that PSN (the state stays)
+    (_T.CLOSING, _TE.CLOSE_RCVD): Transition(_T.CLOSING, "PDS-C2, C.7"),
 }
 
 

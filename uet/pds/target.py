@@ -1,44 +1,44 @@
 """The target side of a PDC: the PSN window, delivery to the upper layer (in PSN order for ROD),
 ACK generation with the SACK base tracker, the responses that ride on ACKs, and close.
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision where facts are silent)
+RULES (each names its docs/facts.md row; "choice" marks a project decision where facts are silent)
 ================================================================================================
 PSN window, C.2 / C.5
-  W1  PSN in (CACK, CACK + MPR*128] and not yet received: accept (after the upper layer admits
+  PDS-W1  PSN in (CACK, CACK + MPR*128] and not yet received: accept (after the upper layer admits
       it), record it, advance CACK over the contiguous run.
-  W2  C.5: PSN already received in the current window, or at most one window behind CACK ->
+  PDS-W2  C.5: PSN already received in the current window, or at most one window behind CACK ->
       answer with an ACK of the current state whose ACK_PSN is that PSN (the "stored ACK": ours
-      is regenerated, which carries the same or newer CACK/SACK, and the stored response, X3).
+      is regenerated, which carries the same or newer CACK/SACK, and the stored response, PDS-X3).
       Not delivered again.
-  W3  C.5: PSN beyond the window (or more than one window behind) -> NACK PSN_OOR_WINDOW (0x0B)
+  PDS-W3  C.5: PSN beyond the window (or more than one window behind) -> NACK PSN_OOR_WINDOW (0x0B)
       (INVALID_SYN 0x15 when SYN is set), payload = CACK + 1.
-  W4  C.8: ROD delivers in PSN order: an early PSN is buffered (RP behaviour, ``rod_buffer``) and
+  PDS-W4  C.8: ROD delivers in PSN order: an early PSN is buffered (RP behaviour, ``rod_buffer``) and
       released when CACK passes it; with ``rod_buffer=False`` it gets NACK ROD_OOO (0x0D). RUD
       delivers each request as it arrives.
-  W5  admission (the seam to the SES, uet/pds/upper.py): the upper layer may refuse a request for
-      want of a resource with a NACK code (NO_SES_MSG_AVAIL 0x09, NO_PKT_BUFFER 0x07, R2 of
+  PDS-W5  admission (the seam to the SES, uet/pds/upper.py): the upper layer may refuse a request for
+      want of a resource with a NACK code (NO_SES_MSG_AVAIL 0x09, NO_PKT_BUFFER 0x07, SES-R2 of
       uet/ses/endpoint.py); the PSN then stays unreceived and the initiator resends.
-  X3  C.3 / D.7: the response the upper layer returns for a PSN is kept (the last 2 x window of
-      them, choice) and rides on every ACK whose ACK_PSN is that PSN: the first, a W2
+  PDS-X3  C.3 / D.7: the response the upper layer returns for a PSN is kept (the last 2 x window of
+      them, choice) and rides on every ACK whose ACK_PSN is that PSN: the first, a PDS-W2
       duplicate's, an ACK_REQ's (C.4). A response made when ROD releases a buffered PSN goes at
       once on an ACK of that PSN.
 
 ACK generation, C.3 / C.4
-  A1  C.3: ACK when the request has AR or SYN, when it has a response (X3), when CE-marked and
+  PDS-A1  C.3: ACK when the request has AR or SYN, when it has a response (PDS-X3), when CE-marked and
       ACK_ON_ECN, when the byte count since the last ACK reaches ACK_GEN_TRIGGER (16384; each
       request adds max(payload, ACK_GEN_MIN_PKT_ADD=1024)), in per-packet mode, or when CACK
       passes a PSN that asked for an ACK earlier (the newest AR PSN is now covered).
-  A2  design.md Defaults: ACK_CC with cc_type 0 (NSCC state: rcvd_bytes, ooo_count) by default;
+  PDS-A2  docs/design-notes.md Defaults: ACK_CC with cc_type 0 (NSCC state: rcvd_bytes, ooo_count) by default;
       M = the acked packet was CE; RETX = it was a retransmission; MPR = ``mpr`` (units of 128,
       H.1 #14). ACK_PSN offset = triggering PSN - CACK.
-  A3  C.4: SACK base tracker: starts at CACK, is pulled up to CACK when CACK passes it, and jumps by
+  PDS-A3  C.4: SACK base tracker: starts at CACK, is pulled up to CACK when CACK passes it, and jumps by
       64 while the highest received PSN is beyond base + 63. Bit i = PSN base + i received.
       Choice: a PSN that arrives below the tracker base (late, reordered) would never be reported,
       so the next ACK uses it as its base once; the tracker itself is unchanged.
-  A4  A.1, H.1 #19 / design.md: ACKs and NACKs go to the request's source address at the UET
+  PDS-A4  A.1, H.1 #19 / docs/design-notes.md: ACKs and NACKs go to the request's source address at the UET
       port (the request's destination port), from the request's EV (its source port, copied),
       DSCP 46, Not-ECT.
-  A5  B.8 / E.1: the NSCC state of ACK_CC. rcvd_bytes: the running count of request bytes (SES
+  PDS-A5  B.8 / E.1: the NSCC state of ACK_CC. rcvd_bytes: the running count of request bytes (SES
       header and payload: what the PDS carries) accepted (24 bits, wrapping); ooo_count: requests accepted out of PSN order. Choices (the
       facts give no units and no receiver policy, H.2): service_time 0 (in ns: this target
       answers in the call that received the request); rcv_cwnd_pend rises linearly from 0 when
@@ -46,11 +46,11 @@ ACK generation, C.3 / C.4
       127 when they are full; restore_cwnd is set on the first ACK after a penalty ends.
 
 Control at the target, B.12 / C.4
-  K1  ACK_REQ (ctl 1): an ACK for that PSN if it arrived, else NACK PKT_NOT_RCVD (0x12). PROBE
+  PDS-K1  ACK_REQ (ctl 1): an ACK for that PSN if it arrived, else NACK PKT_NOT_RCVD (0x12). PROBE
       (ctl 6): an ACK with P = 1 echoing probe_opaque. CLEAR (ctl 2): CLEAR_PSN := its payload.
 
 Close, C.7
-  C2  the target records the CLOSE PSN, ACKs it and frees the PDC once CACK reaches it; for one
+  PDS-C2  the target records the CLOSE PSN, ACKs it and frees the PDC once CACK reaches it; for one
       MSL (``close_msl``) it keeps answering: a repeated CLOSE or old PSN is ACKed again, a PSN
       beyond the CLOSE PSN gets NACK CLOSING (0x10).
 """
@@ -70,12 +70,12 @@ from .packets import CC_REQUEST_SIZE, AckEncoder, Control, Request
 from .pdc import PdcSide
 from .states import TARGET_TABLE, TargetEvent, TargetState
 
-PEND_FROM = 0.5   # A5: receive resources this full start the receiver penalty ...
+PEND_FROM = 0.5   # PDS-A5: receive resources this full start the receiver penalty ...
 PEND_MAX = 127    # ... which is 7 bits (B.8) and at its largest when they are full
 
 N = NACK_BY_NAME
 # PDC states (uet.pds.states): HALF_OPEN until a packet without SYN names us (the initiator
-# learned our PDCID: T3 reaps half-open PDCs first), OPEN, CLOSING once a CLOSE arrived (C2)
+# learned our PDCID: PDS-T3 reaps half-open PDCs first), OPEN, CLOSING once a CLOSE arrived (PDS-C2)
 HALF_OPEN, OPEN, CLOSING = TargetState.HALF_OPEN, TargetState.OPEN, TargetState.CLOSING
 
 
@@ -97,15 +97,15 @@ class Target(PdcSide):
     INITIAL = HALF_OPEN
 
     # What the C receive lane (uet.native.rxlane) only reads is told to it as it changes:
-    # whether the PDC is open to it (_entered), whether an AR is pending (A1), whether it may
+    # whether the PDC is open to it (_entered), whether an AR is pending (PDS-A1), whether it may
     # build the ACKs (refresh_quick)
     pending_ar = _kept("pending_ar", lambda t, v: setattr(t._lane, "pending_ar_set",
                                                             int(v is not None)),
-                       "A1: the newest PSN that asked for an ACK before CACK covered it")
+                       "PDS-A1: the newest PSN that asked for an ACK before CACK covered it")
     penalised = _kept("penalised", lambda t, v: t.refresh_quick(),
-                      "A5: the last ACK carried rcv_cwnd_pend > 0")
+                      "PDS-A5: the last ACK carried rcv_cwnd_pend > 0")
     credited = _kept("credited", lambda t, v: t.refresh_quick(),
-                     "Q5 of uet.pds.credit: RCCC credit flows on this PDC")
+                     "PDS-Q5 of uet.pds.credit: RCCC credit flows on this PDC")
     # The fields a request on an open PDC changes live in the PDC's lane: the C lane's while
     # one is registered (the endpoint's ``lanes``), a plain PdcState otherwise - one copy,
     # whichever path takes the packet
@@ -115,7 +115,7 @@ class Target(PdcSide):
     sack_base = lane_field("sack_base")
     clear_psn = lane_field("clear_psn")
     last_rx = lane_field("last_rx")
-    next_deliver = lane_field("next_deliver")  # W4 (ROD)
+    next_deliver = lane_field("next_deliver")  # PDS-W4 (ROD)
 
     def __init__(self, ep: Any, pdcid: int, peer: str, local: str, peer_pdcid: int,
                  rod: bool, start_psn: int, key: tuple):
@@ -146,14 +146,14 @@ class Target(PdcSide):
         self.late: int | None = None
         self.rcvd_bytes = 0
         self.ooo_count = 0
-        self._penalised = False  # A5 (the property tells the lane)
-        self._credited = False   # Q5
-        self.grant_due = 0      # Q7: bytes the scheduler granted that the next ACK carries
-        self.last_meta: DatagramMeta | None = None  # Q8: where CONTROL CREDIT goes
-        self.rod_buf: dict[int, Any] = {}   # W4: PSN -> (next_hdr, SES bytes) or None
+        self._penalised = False  # PDS-A5 (the property tells the lane)
+        self._credited = False   # PDS-Q5
+        self.grant_due = 0      # PDS-Q7: bytes the scheduler granted that the next ACK carries
+        self.last_meta: DatagramMeta | None = None  # PDS-Q8: where CONTROL CREDIT goes
+        self.rod_buf: dict[int, Any] = {}   # PDS-W4: PSN -> (next_hdr, SES bytes) or None
         self.next_deliver = start_psn
-        self.responses: dict[int, tuple[int, bytes]] = {}  # X3: PSN -> (next_hdr, bytes)
-        self.late_responses: list[int] = []  # X3: PSNs whose response came with a ROD release
+        self.responses: dict[int, tuple[int, bytes]] = {}  # PDS-X3: PSN -> (next_hdr, bytes)
+        self.late_responses: list[int] = []  # PDS-X3: PSNs whose response came with a ROD release
         self.clear_psn = (start_psn - 1) & M32
         self.close_psn: int | None = None
         self.last_rx = 0.0
@@ -169,8 +169,8 @@ class Target(PdcSide):
     def refresh_quick(self) -> None:
         """Whether the C lane may build this PDC's ACKs (uet.native.rxlane): when
         :meth:`send_ack` would make a plain ACK_CC of the NSCC state - no receiver penalty to
-        send or end (A5: the upper layer's resources for the peer at most PEND_FROM full), no
-        credit (Q7), no CSIG reflection (G2). Kept up to date as those change."""
+        send or end (PDS-A5: the upper layer's resources for the peer at most PEND_FROM full), no
+        credit (PDS-Q7), no CSIG reflection (PDS-G2). Kept up to date as those change."""
         if self._laned:
             acks = getattr(self, "acks", None)
             self._lane.ack_quick = int(
@@ -180,7 +180,7 @@ class Target(PdcSide):
 
     @property
     def late(self) -> int | None:
-        """A3: a PSN that arrived below the SACK base, reported once by the next ACK."""
+        """PDS-A3: a PSN that arrived below the SACK base, reported once by the next ACK."""
         lane = self._lane
         return lane.late if lane.late_set else None
 
@@ -209,7 +209,7 @@ class Target(PdcSide):
     # --- requests ---------------------------------------------------------------------------------
     def on_request(self, r: Request, data: bytes, end: int, meta: DatagramMeta,
                    now: float) -> None:
-        """W1-W5, A1, C2 for a request that names this PDC."""
+        """PDS-W1 to PDS-W5, PDS-A1, PDS-C2 for a request that names this PDC."""
         ep = self.ep
         psn = r.psn
         win = self.win
@@ -218,43 +218,43 @@ class Target(PdcSide):
         self.last_rx = now
         ce = meta.ecn == CE
         if d <= 0 or (d <= self.size and win.test(psn)):
-            if d <= -self.size:  # W3
+            if d <= -self.size:  # PDS-W3
                 ep.send_nack(meta, N["PSN_OOR_WINDOW"], psn, self.pdcid, self.peer_pdcid,
                              retx=r.retx, payload=(cack + 1) & M32)
                 return
-            ep.stats_counter["dup_rx"] += 1  # W2
+            ep.stats_counter["dup_rx"] += 1  # PDS-W2
             if r.retx:
-                ep.stats_counter["retx_dup_rx"] += 1  # R4 of uet/pds/endpoint.py
+                ep.stats_counter["retx_dup_rx"] += 1  # PDS-R4 of uet/pds/endpoint.py
             self.send_ack(meta, psn, retx=r.retx, ce=ce)
             return
-        if d > self.size:  # W3
+        if d > self.size:  # PDS-W3
             ep.send_nack(meta, N["INVALID_SYN"] if r.syn else N["PSN_OOR_WINDOW"], psn,
                          self.pdcid, self.peer_pdcid, retx=r.retx, payload=(cack + 1) & M32)
             return
-        if self.close_psn is not None and pdiff(psn, self.close_psn) > 0:  # C2
+        if self.close_psn is not None and pdiff(psn, self.close_psn) > 0:  # PDS-C2
             ep.send_nack(meta, N["CLOSING"], psn, self.pdcid, self.peer_pdcid, retx=r.retx)
             return
-        if self.rod and d != 1 and not self.cfg.rod_buffer:  # W4
+        if self.rod and d != 1 and not self.cfg.rod_buffer:  # PDS-W4
             ep.send_nack(meta, N["ROD_OOO"], psn, self.pdcid, self.peer_pdcid, retx=r.retx)
             return
         ses = memoryview(data)[r.size:end]
-        if ep.credits is not None:  # Q5
+        if ep.credits is not None:  # PDS-Q5
             self.last_meta = meta
             credit.target_request(self, r.credit_target, r.size == CC_REQUEST_SIZE, now)
-        code = ep.upper.admit(self.peer, r.next_hdr, ses) if r.next_hdr else 0  # W5
+        code = ep.upper.admit(self.peer, r.next_hdr, ses) if r.next_hdr else 0  # PDS-W5
         if code:
             ep.send_nack(meta, code, psn, self.pdcid, self.peer_pdcid, retx=r.retx)
             return
         rsp = self.accept(psn, d, r.next_hdr, ses, r.clear_psn_offset, now)
         if self.credited:
-            credit.target_arrived(self, min(len(ses), self.cfg.mtu), now)  # Q6, Q8
+            credit.target_arrived(self, min(len(ses), self.cfg.mtu), now)  # PDS-Q6, PDS-Q8
         self.acknowledge(meta, psn, len(ses), rsp, ar=r.ar, syn=r.syn, retx=r.retx, ce=ce,
                          now=now)
 
     def accept(self, psn: int, d: int, next_hdr: int, ses: memoryview, clear_psn_offset: int,
                now: float) -> tuple[int, bytes] | None:
-        """W1, W4: record a new PSN (``d`` beyond CACK) and deliver its SES bytes; returns the
-        response of its PSN (X3), if any."""
+        """PDS-W1, PDS-W4: record a new PSN (``d`` beyond CACK) and deliver its SES bytes; returns the
+        response of its PSN (PDS-X3), if any."""
         self.record(psn, d, len(ses), clear_psn_offset)
         if self.rod:
             self._rod_deliver(psn, (next_hdr, ses) if next_hdr else None, now)
@@ -262,7 +262,7 @@ class Target(PdcSide):
         return self._deliver(psn, next_hdr, ses, now) if next_hdr else None
 
     def record(self, psn: int, d: int, plen: int, clear_psn_offset: int) -> None:
-        """W1: a new PSN (``d`` beyond CACK) of ``plen`` bytes arrived."""
+        """PDS-W1: a new PSN (``d`` beyond CACK) of ``plen`` bytes arrived."""
         self.win.set(psn)
         self.rcvd_bytes += plen
         if d != 1:
@@ -275,12 +275,12 @@ class Target(PdcSide):
     def acknowledge(self, meta: DatagramMeta, psn: int, plen: int,
                     rsp: tuple[int, bytes] | None, *, ar: int, syn: int, retx: int, ce: bool,
                     now: float) -> None:
-        """A1 (and C2's close) after a new PSN of ``plen`` bytes was accepted."""
+        """PDS-A1 (and PDS-C2's close) after a new PSN of ``plen`` bytes was accepted."""
         cfg = self.cfg
         self.bytes_since_ack += max(plen, cfg.ack_gen_min_pkt_add)
         newcack = self.win.cack
         if self.late_responses:
-            # X3: responses made now for PSNs other than this one (ROD released them from the
+            # PDS-X3: responses made now for PSNs other than this one (ROD released them from the
             # reorder buffer) go at once, each on an ACK of its own PSN
             late, self.late_responses = self.late_responses, []
             for lp in late:
@@ -288,7 +288,7 @@ class Target(PdcSide):
                     self.send_ack(meta, lp)
         if (ar or syn or rsp is not None or (ce and cfg.ack_on_ecn)
                 or self.bytes_since_ack >= cfg.ack_gen_trigger or cfg.ack_per_packet
-                or self.grant_due):  # Q7: credit due goes on an ACK at once
+                or self.grant_due):  # PDS-Q7: credit due goes on an ACK at once
             self.send_ack(meta, psn, retx=retx, ce=ce)
             if ar and pdiff(psn, newcack) > 0:
                 self.pending_ar = psn
@@ -301,7 +301,7 @@ class Target(PdcSide):
 
     def _deliver(self, psn: int, next_hdr: int, ses: memoryview,
                  now: float) -> tuple[int, bytes] | None:
-        """Hand one request up; keep its response for the ACKs of its PSN (X3)."""
+        """Hand one request up; keep its response for the ACKs of its PSN (PDS-X3)."""
         rsp = self.ep.upper.deliver(self.peer, psn, next_hdr, ses, now)
         if rsp is not None:
             store = self.responses
@@ -311,11 +311,11 @@ class Target(PdcSide):
         return rsp
 
     def _rod_deliver(self, psn: int, item: tuple[int, memoryview] | None, now: float) -> None:
-        """W4, ROD: deliver ``item`` (None: nothing to hand up) in PSN order."""
+        """PDS-W4, ROD: deliver ``item`` (None: nothing to hand up) in PSN order."""
         if psn != self.next_deliver:
             # a buffered request keeps its bytes (the datagram may be reused by the caller)
             self.rod_buf[psn] = None if item is None else (item[0], bytes(item[1]))
-            self._lane.rod_held = 1  # the C lane leaves this PDC to the reference (W4)
+            self._lane.rod_held = 1  # the C lane leaves this PDC to the reference (PDS-W4)
             return
         if item is not None:
             self._deliver(psn, item[0], item[1], now)
@@ -332,11 +332,11 @@ class Target(PdcSide):
     # --- ACKs ------------------------------------------------------------------------------------
     def send_ack(self, meta: DatagramMeta, psn: int, *, retx: bool = False, ce: bool = False,
                  probe: int | None = None) -> None:
-        """A2-A4: an ACK of the current state whose ACK_PSN is ``psn`` (with its stored
-        response, X3)."""
+        """PDS-A2 to PDS-A4: an ACK of the current state whose ACK_PSN is ``psn`` (with its stored
+        response, PDS-X3)."""
         win = self.win
         cack = win.cack
-        sb = self.sack_base  # A3
+        sb = self.sack_base  # PDS-A3
         if pdiff(cack, sb) > 0:
             sb = cack
         hi = win.highest
@@ -347,14 +347,14 @@ class Target(PdcSide):
         if late is not None:
             self.late = None
             if pdiff(late, cack) > 0:
-                sb = late  # report a PSN that arrived below the tracker base (A3)
+                sb = late  # report a PSN that arrived below the tracker base (PDS-A3)
         self.bytes_since_ack = 0
         if self.pending_ar is not None and pdiff(cack, self.pending_ar) >= 0:
             self.pending_ar = None
         rsp = self.responses.get(psn) if self.responses else None
         acks = self.acks
         pend = restore = 0
-        if not acks.plain:  # A5
+        if not acks.plain:  # PDS-A5
             pressure = self.ep.upper.pressure(self.peer)
             if pressure > PEND_FROM:
                 pend = min(PEND_MAX, int(PEND_MAX * (pressure - PEND_FROM) / (1 - PEND_FROM)))
@@ -363,8 +363,8 @@ class Target(PdcSide):
             elif self.penalised:
                 self.penalised = False
                 restore = 1
-        grant = credit.ack_grant(self, self.ep._now) if self.credited else None  # Q7
-        reflector = self.ep.reflector  # G2 of uet.pds.signals: the CSIG reflection
+        grant = credit.ack_grant(self, self.ep._now) if self.credited else None  # PDS-Q7
+        reflector = self.ep.reflector  # PDS-G2 of uet.pds.signals: the CSIG reflection
         body = acks.pack(cack, pdiff(psn, cack), ce, retx, rsp[0] if rsp is not None else 0,
                          pdiff(sb, cack), 0 if acks.plain else win.sack_word(sb),
                          self.rcvd_bytes, self.ooo_count, probe, rcv_cwnd_pend=pend,
@@ -375,7 +375,7 @@ class Target(PdcSide):
 
     # --- control ---------------------------------------------------------------------------------
     def on_control(self, c: Control, meta: DatagramMeta, now: float) -> None:
-        """K1, C2 for a control packet that names this PDC."""
+        """PDS-K1, PDS-C2 for a control packet that names this PDC."""
         ep = self.ep
         self.last_rx = now
         psn = c.psn
@@ -390,7 +390,7 @@ class Target(PdcSide):
             self.send_ack(meta, psn, retx=c.retx, probe=c.probe_opaque)
         elif ctl == CTL_CLEAR:
             self.clear_psn = c.payload & M32
-        elif ctl == CTL_CREDIT_REQ:  # Q8
+        elif ctl == CTL_CREDIT_REQ:  # PDS-Q8
             self.last_meta = meta
             credit.target_credit_request(self, c.payload & 0xFFFFFF, now)
         elif ctl == CTL_CLOSE:

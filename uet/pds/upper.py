@@ -1,4 +1,4 @@
-"""The typed seam between the PDS and the layer above it (the SES, uet-facts C.3, C.8, D.7).
+"""The typed seam between the PDS and the layer above it (the SES, facts C.3, C.8, D.7).
 
 The PDS carries opaque SES bytes: on the initiator side it sends the requests of an
 :class:`Outgoing` (one SES message: a header and payload per request) over one PDC and reports
@@ -75,11 +75,11 @@ class Upper(Protocol):
 
     def pressure(self, peer: str) -> float:
         """How full the upper layer's receive resources for ``peer`` are, 0.0 (empty) to 1.0
-        (full): the target turns it into the NSCC receiver penalty of its ACKs (A5)."""
+        (full): the target turns it into the NSCC receiver penalty of its ACKs (PDS-A5)."""
 
     def watch_pressure(self, watch: Callable[[Any], None]) -> None:
         """Call ``watch(peer)`` after :meth:`pressure` of ``peer`` may have changed (the PDS
-        then decides again whether the C lane may build that peer's ACKs, A5)."""
+        then decides again whether the C lane may build that peer's ACKs, PDS-A5)."""
 
     # the C receive lane (uet.native.rxlane) ---------------------------------------------------
     def lane_fields(self) -> Mapping[str, Any] | None:
@@ -96,7 +96,7 @@ class Upper(Protocol):
     @property
     def clock(self) -> float:
         """The latest ``now`` the upper layer was given: the C lane stamps the messages it places
-        with the later of this and the packet's ``now`` (R3 of uet/ses/target.py)."""
+        with the later of this and the packet's ``now`` (SES-R3 of uet/ses/target.py)."""
 
     def advance(self, now: float) -> None:
         """The C lane took a request for the upper layer at ``now``: :attr:`clock` moves to
@@ -108,13 +108,13 @@ class Upper(Protocol):
 
     def response(self, token: Any, next_hdr: int, data: memoryview, peer: str,
                  now: float) -> None:
-        """An SES response arrived on an ACK of a request of ``token`` (X4)."""
+        """An SES response arrived on an ACK of a request of ``token`` (PDS-X4)."""
 
     def pending(self, token: Any) -> bool:
-        """Whether ``token`` still waits for its response (X5: the PDS asks for it again)."""
+        """Whether ``token`` still waits for its response (PDS-X5: the PDS asks for it again)."""
 
     def failed(self, token: Any, reason: str) -> None:
-        """The PDS gave up on ``token``'s requests (its PDC closed in error, X6)."""
+        """The PDS gave up on ``token``'s requests (its PDC closed in error, PDS-X6)."""
 
 
 class Accepting:

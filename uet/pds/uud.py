@@ -1,16 +1,16 @@
 """UUD: unreliable unordered datagrams, connectionless and sans-IO.
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision)
+RULES (each names its docs/facts.md row; "choice" marks a project decision)
 ==========================================================================
-  D1  B.14: UUD request type 6, 4-byte header, next_hdr = the SES header type (normally 3), flags 0.
-  D2  C.8: single-packet datagrams (DATAGRAM_SEND only, checked by the SES): no PDC, no ACK, no
+  PDS-D1  B.14: UUD request type 6, 4-byte header, next_hdr = the SES header type (normally 3), flags 0.
+  PDS-D2  C.8: single-packet datagrams (DATAGRAM_SEND only, checked by the SES): no PDC, no ACK, no
       response, never retransmitted; what is lost stays lost.
-  D3  A.3: the CRC-32C trailer must verify; a corrupted datagram is dropped and counted, never
+  PDS-D3  A.3: the CRC-32C trailer must verify; a corrupted datagram is dropped and counted, never
       delivered (``bad_crc``).
-  D4  C.6 / choice: a trimmed datagram (DSCP 11) is dropped and counted: UUD has no NACK to
+  PDS-D4  C.6 / choice: a trimmed datagram (DSCP 11) is dropped and counted: UUD has no NACK to
       send (no PSN or pkt_id names it) and nobody would resend it.
-  D5  design.md principle 6: nothing raises out of receive_datagram.
-  D6  choice: ``mtu`` bounds the SES bytes of one datagram (send_datagram refuses longer ones).
+  PDS-D5  docs/design-notes.md principle 6: nothing raises out of receive_datagram.
+  PDS-D6  choice: ``mtu`` bounds the SES bytes of one datagram (send_datagram refuses longer ones).
 """
 
 from __future__ import annotations
@@ -49,13 +49,13 @@ class UudEndpoint(Outbox):
         self._n = 0
 
     def get_timer(self) -> float | None:
-        return None  # D2: nothing is ever retransmitted
+        return None  # PDS-D2: nothing is ever retransmitted
 
     def handle_timer(self, now: float) -> None:
         return None
 
     def send_datagram(self, dst: str, ses: bytes, *, next_hdr: int = 3, dport: int | None = None) -> bool:
-        """Queue one datagram (D1); False (and counted) when longer than ``mtu`` (D6)."""
+        """Queue one datagram (PDS-D1); False (and counted) when longer than ``mtu`` (PDS-D6)."""
         if len(ses) > self.mtu:
             self.stats["too_long"] += 1
             return False
@@ -71,13 +71,13 @@ class UudEndpoint(Outbox):
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float = 0.0) -> None:
         try:
             data = bytes(data)
-            if getattr(meta, "dscp", 0) == DSCP_TRIMMED:  # D4
+            if getattr(meta, "dscp", 0) == DSCP_TRIMMED:  # PDS-D4
                 self.stats["trimmed"] += 1
                 return
             if len(data) < UUD_HEADER_LEN + TRAILER or data[0] >> 3 != UUD_REQ:
                 self.stats["malformed"] += 1
                 return
-            if not trailer_ok(data, meta):  # D3
+            if not trailer_ok(data, meta):  # PDS-D3
                 self.stats["bad_crc"] += 1
                 return
             nh = ((data[0] & 7) << 1) | (data[1] >> 7)
@@ -85,5 +85,5 @@ class UudEndpoint(Outbox):
             self._events.append(UudDatagram(meta, nh, data[UUD_HEADER_LEN:-TRAILER]))
         except DecodeError:
             self.stats["malformed"] += 1
-        except Exception as exc:  # noqa: BLE001 - D5: a bug is counted and kept, never raised
+        except Exception as exc:  # noqa: BLE001 - PDS-D5: a bug is counted and kept, never raised
             self._internal_error(exc, data)

@@ -1,4 +1,4 @@
-"""DCQCN (uet-facts G.7): the congestion control of RoCEv2, as pure code. The reaction point (RP,
+"""DCQCN (facts G.7): the congestion control of RoCEv2, as pure code. The reaction point (RP,
 the sender's rate limiter) and the notification point (NP, the receiver's CNP gate) take ``now``
 and events in and hand rates and deadlines out; nothing here reads a clock.
 
@@ -14,16 +14,16 @@ so the defaults here are [Z]/[H]'s, and every field can be set to [M]'s.
 
 Rules (numbered; tests name them):
 
-  D1  NP: a CE-marked data packet makes the receiver send a CNP to the sender's QP, at most one
+  ROCE-D1  NP: a CE-marked data packet makes the receiver send a CNP to the sender's QP, at most one
       per ``cnp_interval_s`` per QP (G.7; [H] 50 us). A CE mark inside the interval is counted
       and otherwise ignored.
-  D2  RP, on a CNP: R_T := R_C; R_C := R_C x (1 - alpha / 2); alpha := (1 - g) alpha + g
+  ROCE-D2  RP, on a CNP: R_T := R_C; R_C := R_C x (1 - alpha / 2); alpha := (1 - g) alpha + g
       ([Z] eq. 1-2, G.7); the timer and byte counter stages restart at 0 and the alpha timer
       restarts. R_C never goes below ``min_rate_bps``. The first CNP turns the RP on (before
       it the flow runs at line rate and no timer runs, [Z] 3.2, [H] ``_cc_active``).
-  D3  RP, alpha timer: every ``alpha_period_s`` without a CNP, alpha := (1 - g) alpha
+  ROCE-D3  RP, alpha timer: every ``alpha_period_s`` without a CNP, alpha := (1 - g) alpha
       ([Z] eq. 2, K = 55 us).
-  D4  RP, rate increase events: one every ``timer_s`` of time (stage T += 1) and one every
+  ROCE-D4  RP, rate increase events: one every ``timer_s`` of time (stage T += 1) and one every
       ``byte_counter`` bytes sent (stage BC += 1). At each event, with F = ``fast_recovery_steps``:
       max(T, BC) < F: fast recovery, R_C := (R_T + R_C) / 2;
       min(T, BC) > F: hyper increase, R_T += i x R_HAI with i = min(T, BC) - F, then R_C as above;
@@ -51,7 +51,7 @@ class DcqcnParams:
     rate_ai_bps: float | None = None      # [H] line / 20 ([Z] 40 Mb/s at 40 Gb/s; [M] 5 Mb/s)
     rate_hai_bps: float | None = None     # [H] line / 10 ([M] rpg_hai_rate 50 Mb/s)
     min_rate_bps: float = 100e6           # [H] _minimum_rate_bps 100 Mb/s ([M] rpg_min_rate 1 Mb/s)
-    cnp_interval_s: float = 50e-6         # D1: G.7 and [H] _cnp_interval 50 us
+    cnp_interval_s: float = 50e-6         # ROCE-D1: G.7 and [H] _cnp_interval 50 us
 
     def __post_init__(self) -> None:
         if not 0 < self.g <= 1 or not 0 <= self.alpha0 <= 1:
@@ -63,7 +63,7 @@ class DcqcnParams:
 
 
 class DcqcnRp:
-    """The reaction point of one QP (D2-D4). ``rate`` is R_C in bits/s; :meth:`next_timer` is
+    """The reaction point of one QP (ROCE-D2 to ROCE-D4). ``rate`` is R_C in bits/s; :meth:`next_timer` is
     the earliest deadline (inf while the RP is off); :meth:`on_timer` runs what is due."""
 
     __slots__ = ("p", "line", "rc", "rt", "alpha", "t_stage", "bc_stage", "bytes_acc", "active",
@@ -89,7 +89,7 @@ class DcqcnRp:
         return self.rc
 
     def on_cnp(self, now: float) -> None:
-        """D2."""
+        """ROCE-D2."""
         p = self.p
         self.cnps += 1
         self.cuts += 1
@@ -99,11 +99,11 @@ class DcqcnRp:
         self.t_stage = self.bc_stage = 0
         self.bytes_acc = 0
         self.active = True
-        self.t_alpha = now + p.alpha_period_s  # D3 counts from the last CNP
+        self.t_alpha = now + p.alpha_period_s  # ROCE-D3 counts from the last CNP
         self.t_rate = now + p.timer_s
 
     def on_sent(self, nbytes: int, now: float) -> None:
-        """D4's byte counter: ``nbytes`` more were sent."""
+        """ROCE-D4's byte counter: ``nbytes`` more were sent."""
         if not self.active:
             return
         self.bytes_acc += nbytes
@@ -116,7 +116,7 @@ class DcqcnRp:
         return min(self.t_alpha, self.t_rate) if self.active else INF
 
     def on_timer(self, now: float) -> None:
-        """D3 and D4's timer, each as many times as its period passed by ``now``."""
+        """ROCE-D3 and ROCE-D4's timer, each as many times as its period passed by ``now``."""
         p = self.p
         while self.active and self.t_alpha <= now:
             self.alpha *= 1 - p.g
@@ -131,7 +131,7 @@ class DcqcnRp:
             self.t_alpha = self.t_rate = INF
 
     def _increase(self) -> None:
-        """D4: one rate increase event."""
+        """ROCE-D4: one rate increase event."""
         f = self.p.fast_recovery_steps
         t, bc = self.t_stage, self.bc_stage
         if max(t, bc) < f:
@@ -146,7 +146,7 @@ class DcqcnRp:
 
 
 class CnpGate:
-    """D1: whether a CE-marked packet on this QP sends a CNP now."""
+    """ROCE-D1: whether a CE-marked packet on this QP sends a CNP now."""
 
     __slots__ = ("interval", "last", "marked", "sent")
 

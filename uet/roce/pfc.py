@@ -13,20 +13,20 @@ vendors document it; response time here: one 512-bit-time quantum budget of 3840
 
 Rules (numbered; tests name them):
 
-  P1  ingress accounting: a data frame of the lossless priority that enters a switch port is
+  ROCE-P1  ingress accounting: a data frame of the lossless priority that enters a switch port is
       counted against that ingress port until it leaves the switch (it is dequeued at its
       egress). Control traffic (other priorities) is not counted.
-  P2  XOFF: when the count rises above ``xoff_bytes`` and the upstream is not already paused,
+  ROCE-P2  XOFF: when the count rises above ``xoff_bytes`` and the upstream is not already paused,
       the switch sends a PFC frame with ``quanta`` for the priority to the upstream port.
-  P3  XON: when the count falls to ``xon_bytes`` or below while the upstream is paused, the switch
+  ROCE-P3  XON: when the count falls to ``xon_bytes`` or below while the upstream is paused, the switch
       sends a PFC frame with time 0 (resume).
-  P4  refresh: while the count stays above ``xon_bytes``, the XOFF is sent again when half of
+  ROCE-P4  refresh: while the count stays above ``xon_bytes``, the XOFF is sent again when half of
       its pause time has passed, so the upstream never resumes on expiry alone ([Q]: a pause
       lasts its quanta x 512 bit times at the link rate).
-  P5  the paused egress sends no frame of the priority until the pause expires or an XON
+  ROCE-P5  the paused egress sends no frame of the priority until the pause expires or an XON
       arrives; other priorities (CNPs, and ACKs when they have a class of their own) are not
       paused. It counts the time it was paused.
-  P6  headroom: ``xoff_bytes + headroom_bytes`` must fit the ingress's share of the buffer, so a
+  ROCE-P6  headroom: ``xoff_bytes + headroom_bytes`` must fit the ingress's share of the buffer, so a
       paused upstream's frames in flight are never dropped; :func:`headroom_bytes` computes
       [HR]'s figure for a link.
 """
@@ -80,18 +80,18 @@ def pause_seconds(quanta: int, rate_bps: float) -> float:
 
 
 def headroom_bytes(rate_bps: float, delay_s: float, max_frame: int) -> int:
-    """P6, [HR]: bytes that may still arrive after XOFF: the cable round trip at the rate, a
+    """ROCE-P6, [HR]: bytes that may still arrive after XOFF: the cable round trip at the rate, a
     maximum frame being sent at each end, the PFC frame, and the response time."""
     return int(2 * delay_s * rate_bps / 8 + 2 * max_frame + PFC_FRAME_BYTES + RESPONSE_BITS / 8)
 
 
 @dataclass(frozen=True)
 class PfcParams:
-    """The thresholds of one lossless priority at a switch ingress (P2, P3)."""
+    """The thresholds of one lossless priority at a switch ingress (ROCE-P2, ROCE-P3)."""
 
     xoff_bytes: int = 64 * 1024   # choice: about half a BDP of the default 100 Gb/s leaf-spine
     xon_bytes: int = 48 * 1024    # choice: xoff minus four 4 KiB frames, so a pause lasts a while
-    quanta: int = MAX_QUANTA      # [Q] the longest pause; P4 refreshes it
+    quanta: int = MAX_QUANTA      # [Q] the longest pause; ROCE-P4 refreshes it
     priority: int = 3             # the RoCE lossless class commonly configured (choice)
 
     def __post_init__(self) -> None:
@@ -102,7 +102,7 @@ class PfcParams:
 
 
 class PfcIngress:
-    """P1-P4 for one switch ingress port. :meth:`add` and :meth:`remove` return the pause time in
+    """ROCE-P1 to ROCE-P4 for one switch ingress port. :meth:`add` and :meth:`remove` return the pause time in
     quanta to send upstream now (``quanta`` for XOFF, 0 for XON) or None."""
 
     __slots__ = ("p", "bytes", "xoff", "since", "frames", "xon_frames", "max_bytes")
@@ -111,7 +111,7 @@ class PfcIngress:
         self.p = params
         self.bytes = 0
         self.xoff = False      # the upstream was told to pause (and not yet to resume)
-        self.since = 0.0       # when the last XOFF went out (P4)
+        self.since = 0.0       # when the last XOFF went out (ROCE-P4)
         self.frames = 0        # XOFF frames sent, refreshes included
         self.xon_frames = 0
         self.max_bytes = 0
@@ -120,7 +120,7 @@ class PfcIngress:
         self.bytes += n
         if self.bytes > self.max_bytes:
             self.max_bytes = self.bytes
-        if not self.xoff and self.bytes > self.p.xoff_bytes:  # P2
+        if not self.xoff and self.bytes > self.p.xoff_bytes:  # ROCE-P2
             self.xoff = True
             self.since = now
             self.frames += 1
@@ -129,14 +129,14 @@ class PfcIngress:
 
     def remove(self, n: int, now: float) -> int | None:
         self.bytes -= n
-        if self.xoff and self.bytes <= self.p.xon_bytes:  # P3
+        if self.xoff and self.bytes <= self.p.xon_bytes:  # ROCE-P3
             self.xoff = False
             self.xon_frames += 1
             return 0
         return None
 
     def refresh(self, now: float, rate_bps: float) -> int | None:
-        """P4: the XOFF again if half its pause time has passed and the count is still high."""
+        """ROCE-P4: the XOFF again if half its pause time has passed and the count is still high."""
         if self.xoff and now - self.since >= pause_seconds(self.p.quanta, rate_bps) / 2:
             self.since = now
             self.frames += 1
@@ -145,7 +145,7 @@ class PfcIngress:
 
 
 class PauseGate:
-    """P5: the pause state of one egress port's lossless priority, and the time it spent paused."""
+    """ROCE-P5: the pause state of one egress port's lossless priority, and the time it spent paused."""
 
     __slots__ = ("until", "paused_s", "_from", "pauses")
 

@@ -1,4 +1,4 @@
-"""A RoCEv2 reliable-connection queue pair (uet-facts G.1-G.6), as pure code: the requester sends
+"""A RoCEv2 reliable-connection queue pair (facts G.1-G.6), as pure code: the requester sends
 one message - an RDMA WRITE or a SEND - as real frames (Ethernet/IPv4/UDP 4791/BTH[/RETH]/payload/
 pad/ICRC) paced by DCQCN;
 the responder answers with AETH ACKs, NAKs and CNPs, also real frames. No socket, no clock: the
@@ -6,42 +6,42 @@ driver hands frames and ``now`` in and takes frames and deadlines out.
 
 Rules (numbered; tests name them):
 
-  Q1  a message of N bytes is ceil(N / mtu) packets: RDMA_WRITE_ONLY (0x0A) when one, otherwise
+  ROCE-Q1  a message of N bytes is ceil(N / mtu) packets: RDMA_WRITE_ONLY (0x0A) when one, otherwise
       WRITE_FIRST (0x06), MIDDLE (0x07) ..., LAST (0x08) (G.3); FIRST and ONLY carry a RETH with
       the message's DMA length (G.4); the last packet asks for an ACK (A bit). The PSN starts at
       ``psn0`` and counts packets modulo 2^24 (G.2). A SEND (``op="send"``) is the same packets
       with SEND_ONLY (0x04), SEND_FIRST (0x00), MIDDLE (0x01), LAST (0x02) and no RETH (G.4: the
       responder places a SEND into its posted receive buffer, so no address travels).
-  Q2  every frame carries the ICRC (G.6, via uet.native.roce_icrc, least-significant byte first);
+  ROCE-Q2  every frame carries the ICRC (G.6, via uet.native.roce_icrc, least-significant byte first);
       a frame whose ICRC does not verify is dropped by the responder and counted.
-  Q3  the UDP source port is fixed per QP (G.1: ECMP pins the QP to one path); the destination
+  ROCE-Q3  the UDP source port is fixed per QP (G.1: ECMP pins the QP to one path); the destination
       port is 4791. Data: DSCP ``dscp`` with ECT(0); CNP: DSCP ``cnp_dscp``; ACK and NAK: DSCP
-      ``ack_dscp`` (by default ``cnp_dscp``; uet.compare.rocefabric F6 chooses); none of the three
+      ``ack_dscp`` (by default ``cnp_dscp``; uet.compare.rocefabric COMPARE-F6 chooses); none of the three
       is ECN-capable.
-  Q4  responder, in order (go-back-N, ``ooo=False``): the packet with the expected PSN is placed
+  ROCE-Q4  responder, in order (go-back-N, ``ooo=False``): the packet with the expected PSN is placed
       and the expected PSN advances; one with a later PSN is dropped and answered with one NAK
       "PSN sequence error" (AETH syndrome 0x60, G.4) carrying the expected PSN - only one NAK
       until the expected packet arrives (as RC responders do); an earlier PSN (a duplicate) is
       answered with an ACK of the last in-order PSN when it asks for one.
-  Q5  responder, out-of-order placement (``ooo=True``, the adaptive-routing design): a later PSN
+  ROCE-Q5  responder, out-of-order placement (``ooo=True``, the adaptive-routing design): a later PSN
       is placed directly (its offset is known from its PSN) and remembered; the expected PSN
       advances over every placed packet; no NAK for reordering (and none for loss either: the
-      model has no selective NAK, so a lost packet waits for Q8's timeout).
-  Q6  ACKs (AETH syndrome 0x1F: ACK with unlimited credit) carry the last in-order PSN; one
+      model has no selective NAK, so a lost packet waits for ROCE-Q8's timeout).
+  ROCE-Q6  ACKs (AETH syndrome 0x1F: ACK with unlimited credit) carry the last in-order PSN; one
       every ``ack_every`` in-order packets and for every packet with the A bit (coalescing).
       The AETH's MSN counts the messages completed on the QP (0, then 1 once the message is
       whole). A data packet whose opcode is not the one its position in the message calls for
       (a WRITE opcode on a SEND QP, a FIRST in the middle) is dropped and counted (``bad_opcode``):
       the model has one message per QP, so that is a sender bug, not traffic.
-  Q7  requester, go-back-N: an ACK for PSN p acknowledges every packet up to p; a NAK for PSN p
+  ROCE-Q7  requester, go-back-N: an ACK for PSN p acknowledges every packet up to p; a NAK for PSN p
       acknowledges those before p and restarts sending at p (G.4, the spec's go-back-N);
       everything sent again counts as retransmitted bytes.
-  Q8  requester, timeout: with packets outstanding and no ACK progress for ``timeout_s`` (the
+  ROCE-Q8  requester, timeout: with packets outstanding and no ACK progress for ``timeout_s`` (the
       IBTA local ACK timeout, 4.096 us x 2^exponent), sending restarts at the first
       unacknowledged packet.
-  Q9  CE on a data packet goes to the QP's CNP gate (uet.roce.dcqcn D1); a CNP (BTH opcode 0x81,
+  ROCE-Q9  CE on a data packet goes to the QP's CNP gate (uet.roce.dcqcn ROCE-D1); a CNP (BTH opcode 0x81,
       BECN set, DestQP the requester's QP, 16 reserved bytes: G.5) received by the requester goes
-      to its DCQCN reaction point (D2), which paces the data: a packet of F frame bytes leaves
+      to its DCQCN reaction point (ROCE-D2), which paces the data: a packet of F frame bytes leaves
       F x 8 / rate after the one before.
 """
 
@@ -58,7 +58,7 @@ from .dcqcn import INF, CnpGate, DcqcnParams, DcqcnRp
 ROCE_UDP_PORT = 4791            # G.1
 OP_WRITE_FIRST, OP_WRITE_MIDDLE, OP_WRITE_LAST, OP_WRITE_ONLY = 0x06, 0x07, 0x08, 0x0A  # G.3
 OP_SEND_FIRST, OP_SEND_MIDDLE, OP_SEND_LAST, OP_SEND_ONLY = 0x00, 0x01, 0x02, 0x04      # G.3
-#: Q1: (FIRST, MIDDLE, LAST, ONLY) per operation
+#: ROCE-Q1: (FIRST, MIDDLE, LAST, ONLY) per operation
 OPCODES: dict[str, tuple[int, int, int, int]] = {
     "write": (OP_WRITE_FIRST, OP_WRITE_MIDDLE, OP_WRITE_LAST, OP_WRITE_ONLY),
     "send": (OP_SEND_FIRST, OP_SEND_MIDDLE, OP_SEND_LAST, OP_SEND_ONLY),
@@ -77,7 +77,7 @@ IB_TIMEOUT_UNIT = 4.096e-6      # IBTA local ACK timeout: 4.096 us x 2^exponent
 
 
 def opcode_for(op: str, index: int, npkts: int) -> int:
-    """Q1: the opcode of packet ``index`` of a message of ``npkts`` packets."""
+    """ROCE-Q1: the opcode of packet ``index`` of a message of ``npkts`` packets."""
     first, middle, last, only = OPCODES[op]
     if npkts == 1:
         return only
@@ -85,7 +85,7 @@ def opcode_for(op: str, index: int, npkts: int) -> int:
 
 
 def timeout_for(exponent: int) -> float:
-    """Q8: the IBTA local ACK timeout for ``exponent`` (0-31)."""
+    """ROCE-Q8: the IBTA local ACK timeout for ``exponent`` (0-31)."""
     return IB_TIMEOUT_UNIT * (1 << exponent)
 
 
@@ -119,7 +119,7 @@ def reth(virtual_address: int, r_key: int, dma_length: int) -> bytes:
 
 
 class Framer:
-    """Q2, Q3: frames of one host, headers cached per (peer, port, class, length)."""
+    """ROCE-Q2, ROCE-Q3: frames of one host, headers cached per (peer, port, class, length)."""
 
     def __init__(self, src: str):
         self.src = src
@@ -139,7 +139,7 @@ class Framer:
 
 
 def icrc_ok(frame: bytes) -> bool:
-    """Q2: the ICRC of an Ethernet frame built by :class:`Framer` verifies."""
+    """ROCE-Q2: the ICRC of an Ethernet frame built by :class:`Framer` verifies."""
     return native.roce_icrc(frame[14:-ICRC_LEN]) == int.from_bytes(frame[-ICRC_LEN:], "little")
 
 
@@ -152,7 +152,7 @@ def parse(frame: bytes) -> tuple[int, int, int, bool, int]:
 
 class QpSender:
     """The requester side of one RC QP sending one message of ``payload``: an RDMA WRITE, or a
-    SEND with ``op="send"`` (Q1, Q7-Q9)."""
+    SEND with ``op="send"`` (ROCE-Q1, ROCE-Q7 to ROCE-Q9)."""
 
     def __init__(self, *, qpn: int, dest_qpn: int, src: str, dst: str, sport: int, payload: bytes,
                  mtu: int, psn0: int, framer: Framer, line_rate_bps: float, timeout_s: float,
@@ -177,8 +177,8 @@ class QpSender:
         self.snd_una = 0        # first unacknowledged packet (index from psn0)
         self.snd_nxt = 0        # next packet to send
         self.highest = 0        # packets ever sent (index past the highest)
-        self.next_time = 0.0    # Q9 pacing: the earliest the next packet may leave
-        self.progress_at = 0.0  # Q8: when snd_una last moved (or sending restarted)
+        self.next_time = 0.0    # ROCE-Q9 pacing: the earliest the next packet may leave
+        self.progress_at = 0.0  # ROCE-Q8: when snd_una last moved (or sending restarted)
         self.done_at: float | None = None
         self.sent_bytes = self.retx_bytes = self.retx_packets = 0
         self.naks = self.timeouts = self.acks = 0
@@ -191,7 +191,7 @@ class QpSender:
         return self.wants() and now >= self.next_time
 
     def next_frame(self, now: float) -> bytes:
-        """Q1: the frame of packet ``snd_nxt``; advances it and the pacing clock (Q9)."""
+        """ROCE-Q1: the frame of packet ``snd_nxt``; advances it and the pacing clock (ROCE-Q9)."""
         i = self.snd_nxt
         n = self.npkts
         chunk = self.payload[i * self.mtu:(i + 1) * self.mtu]
@@ -208,7 +208,7 @@ class QpSender:
         else:
             self.highest = i + 1
         if self.snd_una == self.snd_nxt:
-            self.progress_at = now  # Q8 counts from the first outstanding packet
+            self.progress_at = now  # ROCE-Q8 counts from the first outstanding packet
         self.snd_nxt = i + 1
         self.sent_bytes += len(frame)
         rate = self.rp.rate if self.rp is not None else self.line
@@ -222,7 +222,7 @@ class QpSender:
         return (psn - self.psn0) % PSN_MOD
 
     def on_ack(self, psn: int, now: float) -> None:
-        """Q7: everything up to ``psn`` is acknowledged."""
+        """ROCE-Q7: everything up to ``psn`` is acknowledged."""
         i = self._index(psn)
         if i >= self.highest:  # an ACK for something never sent (or stale wrap): ignore
             return
@@ -236,7 +236,7 @@ class QpSender:
             self.done_at = now
 
     def on_nak(self, psn: int, now: float) -> None:
-        """Q7: go back to ``psn``."""
+        """ROCE-Q7: go back to ``psn``."""
         i = self._index(psn)
         if i >= self.highest or i < self.snd_una:  # never sent, or already acknowledged: stale
             return
@@ -252,7 +252,7 @@ class QpSender:
             self.rp.on_cnp(now)
 
     def next_timer(self) -> float:
-        """The earliest deadline: Q8's timeout, DCQCN's timers."""
+        """The earliest deadline: ROCE-Q8's timeout, DCQCN's timers."""
         t = self.progress_at + self.timeout_s if self.snd_una < self.snd_nxt and \
             self.done_at is None else INF
         return min(t, self.rp.next_timer()) if self.rp is not None else t
@@ -262,13 +262,13 @@ class QpSender:
             self.rp.on_timer(now)
         if self.done_at is None and self.snd_una < self.snd_nxt and \
                 now >= self.progress_at + self.timeout_s:
-            self.timeouts += 1  # Q8
+            self.timeouts += 1  # ROCE-Q8
             self.snd_nxt = self.snd_una
             self.progress_at = now
 
 
 class QpReceiver:
-    """The responder side of one RC QP (Q2, Q4-Q6, Q9's CNP). :meth:`on_data` returns the frames
+    """The responder side of one RC QP (ROCE-Q2, ROCE-Q4 to ROCE-Q6, ROCE-Q9's CNP). :meth:`on_data` returns the frames
     to send back (ACK, NAK, CNP)."""
 
     def __init__(self, *, qpn: int, peer_qpn: int, src: str, dst: str, sport: int, psn0: int,
@@ -291,7 +291,7 @@ class QpReceiver:
         self.ack_dscp = cnp_dscp if ack_dscp is None else ack_dscp
         self.on_place = on_place
         self.epsn = 0                      # the expected packet (index from psn0)
-        self.placed = bytearray(self.npkts) if ooo else None  # Q5
+        self.placed = bytearray(self.npkts) if ooo else None  # ROCE-Q5
         self.nak_sent = False
         self.since_ack = 0
         self.placed_bytes = 0
@@ -316,18 +316,18 @@ class QpReceiver:
             self.on_place(n, now)
 
     def on_data(self, frame: bytes, now: float) -> list[bytes]:
-        if not icrc_ok(frame):  # Q2
+        if not icrc_ok(frame):  # ROCE-Q2
             self.bad_icrc += 1
             return []
         out: list[bytes] = []
-        if frame[15] & 3 == CE and self.gate.on_ce(now):  # Q9 / D1
+        if frame[15] & 3 == CE and self.gate.on_ce(now):  # ROCE-Q9 / ROCE-D1
             out.append(self.cnp())
         opcode, _, psn, ack_req, _ = parse(frame)
         idx = (psn - self.psn0) % PSN_MOD
         if idx >= self.npkts:
             self.duplicates += 1  # a PSN behind the window (modulo 2^24): a very old duplicate
             return out
-        if opcode != opcode_for(self.op, idx, self.npkts):  # Q6: not this message's packet
+        if opcode != opcode_for(self.op, idx, self.npkts):  # ROCE-Q6: not this message's packet
             self.bad_opcode += 1
             return out
         if idx == self.epsn:
@@ -336,7 +336,7 @@ class QpReceiver:
             self.nak_sent = False
             if self.placed is not None:
                 self.placed[idx] = 1
-                while self.epsn < self.npkts and self.placed[self.epsn]:  # Q5
+                while self.epsn < self.npkts and self.placed[self.epsn]:  # ROCE-Q5
                     self.epsn += 1
             self.since_ack += 1
             if self.epsn >= self.npkts and self.complete_at is None:
@@ -346,19 +346,19 @@ class QpReceiver:
                 self.acks_sent += 1
                 out.append(self._ack(SYN_ACK, self.epsn - 1))
         elif idx > self.epsn:
-            if self.placed is not None:  # Q5: place it where it goes
+            if self.placed is not None:  # ROCE-Q5: place it where it goes
                 if not self.placed[idx]:
                     self.placed[idx] = 1
                     self._place(idx, now)
                 else:
                     self.duplicates += 1
-            else:  # Q4
+            else:  # ROCE-Q4
                 self.dropped_ooo += 1
                 if not self.nak_sent:
                     self.nak_sent = True
                     self.naks += 1
                     out.append(self._ack(SYN_NAK_PSN, self.epsn))
-        else:  # Q4: a duplicate
+        else:  # ROCE-Q4: a duplicate
             self.duplicates += 1
             if ack_req or self.complete_at is not None:
                 self.acks_sent += 1

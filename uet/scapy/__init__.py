@@ -40,7 +40,7 @@ schema key                 Scapy class                  selected by
 =========================  ===========================  =========================================
 
 ``UET`` is the dispatcher bound to UDP port 4793 (destination port, where every UET datagram goes,
-uet-facts A.1; and source port, for captures of implementations that answered from 4793 to the
+facts A.1; and source port, for captures of implementations that answered from 4793 to the
 initiator's entropy port) and to ``UET_Entropy``: ``UET(data)`` returns the PDS (or TSS)
 class for the type in ``data[0] >> 3`` (``Raw`` for reserved/unassigned types). All PDS classes and
 ``UET_TSS`` subclass ``UET``, so ``pkt[UET]`` finds the first UET header of any type. All generated
@@ -71,7 +71,7 @@ Field names are the codec's names (:mod:`uet.wire.codec`), reserved fields inclu
   layout variant from the selector fields of the same packet (``syn``, ``p``, ``nt``, ``cc_type``,
   ``opcode``, ``som``, ``hd``, ``sp``) and, for ``@option`` switches, from
   ``conf.contribs["uet"]["options"]`` at dissection/build time (so the conflict choices of
-  uet-facts.md H.1 are configurable without rebuilding classes).
+  docs/facts.md H.1 are configurable without rebuilding classes).
 * RoCEv2: ``scapy.contrib.roce.BTH`` and ``AETH`` keep Scapy's names. ``BTH_FIELD_NAMES`` maps them to
   the schema's: opcode, solicited->se, migreq->m, padcount->pad_cnt, version->tver, pkey->p_key,
   fecn, becn, resv6->rsvd_34, dqpn->dest_qp, ackreq->ack_req, resv7->rsvd_65, psn.
@@ -79,7 +79,7 @@ Field names are the codec's names (:mod:`uet.wire.codec`), reserved fields inclu
 The PDS (or TSS) layer directly over UDP or ``UET_Entropy`` ("outermost") also has a trailer field
 at the end of ``fields_desc``: ``crc`` for PDS classes, ``icv`` for ``UET_TSS``.
 
-CRC-32C trailer (uet-facts.md A.3, coverage as in :mod:`uet.wire.trailer`)
+CRC-32C trailer (docs/facts.md A.3, coverage as in :mod:`uet.wire.trailer`)
 ------------------------------------------------------------------------
 
 ``conf.contribs["uet"]["trailer"]`` is ``"auto"`` (default), ``"crc"`` or ``"none"``:
@@ -92,7 +92,7 @@ CRC-32C trailer (uet-facts.md A.3, coverage as in :mod:`uet.wire.trailer`)
   CRC covers the IP source and destination addresses, then the final UDP header with its checksum
   taken as 0 and its length counting the trailer (native IP: the entropy header instead), then the
   UET bytes. Scapy computes the UDP length (it counts the trailer). The UDP checksum is Scapy's
-  usual one unless you set ``chksum=0``, which is what UET senders do (design.md "Defaults").
+  usual one unless you set ``chksum=0``, which is what UET senders do (docs/design-notes.md "Defaults").
 * ``layer.crc_ok()`` says whether the carried trailer is right (``None`` when there is none or no
   IP layer to compute it with); ``layer.crc_computed()`` gives the value it should have.
 
@@ -120,10 +120,10 @@ that follows another extension header (RETH -> ImmDt, DETH -> ImmDt, AETH -> Ato
 from the BTH opcode; for ``AETH`` this needs one added ``guess_payload_class`` rule, which leaves
 every other case to Scapy's original method.
 
-CSIG tag (uet-facts E.4)
+CSIG tag (facts E.4)
 ------------------------
 
-``CSIG`` (from the schema's ``csig`` header, layout uet.cms.csig C1) sits where an 802.1Q tag would:
+``CSIG`` (from the schema's ``csig`` header, layout uet.cms.csig CMS-C1) sits where an 802.1Q tag would:
 ``Ether()/CSIG(t="ABW", s=31)/IP()/UDP()/...`` builds (the Ethernet type set to
 :data:`uet.cms.csig.CSIG_ETHERTYPE`) and dissects, its ``ethertype``
 field choosing IP, IPv6 or Dot1Q after it. :func:`bind_csig_ethertype` moves it to another

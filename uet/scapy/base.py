@@ -148,7 +148,7 @@ def make_layer(header: Header, base: type = UETPacket, *, trailer: tuple[str, in
         "fields_desc": fields,
         "_schema": header,
         "__module__": _PUBLIC_MODULE,
-        "__doc__": f"{header.title} ({header.key}, uet-facts.md {header.ref}). "
+        "__doc__": f"{header.title} ({header.key}, docs/facts.md {header.ref}). "
                    f"{header.doc}\n\nGenerated from the schema; fields:\n{doc_rows}\n",
     }
     if trailer is not None:

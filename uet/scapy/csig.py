@@ -1,8 +1,8 @@
-"""The CSIG congestion-signalling tag (uet-facts E.4) as a Scapy layer.
+"""The CSIG congestion-signalling tag (facts E.4) as a Scapy layer.
 
 ``CSIG`` is generated from the schema's ``csig`` header (:mod:`uet.wire.net_headers`) like every
 other layer, and bound the way Scapy binds ``Dot1Q``, since the tag has an 802.1Q tag's shape (TPID,
-16 bits of tag, inner EtherType; layout uet.cms.csig C1):
+16 bits of tag, inner EtherType; layout uet.cms.csig CMS-C1):
 
 * below it: ``Ether`` and ``Dot1Q`` with ``type`` = the CSIG EtherType (default
   :data:`uet.cms.csig.CSIG_ETHERTYPE`; :func:`bind_csig_ethertype` moves it);

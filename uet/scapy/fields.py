@@ -15,7 +15,7 @@ from scapy.fields import BitField, ConditionalField, Field
 
 
 class SignedBitField(BitField):
-    """A two's-complement signed bit field (uet-facts.md B.5 clear_psn_offset, B.7, B.8)."""
+    """A two's-complement signed bit field (docs/facts.md B.5 clear_psn_offset, B.7, B.8)."""
 
     def m2i(self, pkt, x):  # type: ignore[override]
         if x is None:

@@ -66,7 +66,7 @@ class UET(UETPacket):
 
     def _take_trailer(self, s: bytes) -> tuple[bytes, bytes, Any]:
         name, length = self._trailer  # type: ignore[misc]
-        if length != 4:  # TSS: the ICV replaces the CRC (uet-facts F), not subject to the CRC mode
+        if length != 4:  # TSS: the ICV replaces the CRC (facts F), not subject to the CRC mode
             if len(s) >= length:
                 return s[:-length], s[-length:], s[-length:]
             return s, b"", False

@@ -1,4 +1,4 @@
-"""Sans-IO semantic sublayer (SES), uet-facts.md section D: send, tagged send, deferrable and
+"""Sans-IO semantic sublayer (SES), docs/facts.md section D: send, tagged send, deferrable and
 rendezvous sends, RMA write/read, atomics, datagrams, responses with return codes.
 
 >>> from uet.ses import SesEndpoint

@@ -1,4 +1,4 @@
-"""The SES atomics engine (uet-facts.md D.6, return codes D.8): pure functions over bytes.
+"""The SES atomics engine (docs/facts.md D.6, return codes D.8): pure functions over bytes.
 
 Choices where the facts are silent (documented here, tested in tests/ses/test_d6_atomics.py):
 

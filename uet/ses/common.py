@@ -1,4 +1,4 @@
-"""What the parts of the SES share: the opcode, header and return-code numbers (uet-facts D.1,
+"""What the parts of the SES share: the opcode, header and return-code numbers (facts D.1,
 B.2, D.7, D.8), the configuration, and the state of operations (initiator) and messages (target).
 """
 
@@ -55,31 +55,31 @@ class SesError(UetError, ValueError):
 
 @dataclass
 class SesConfig:
-    mtu: int = 4096                        # design.md Defaults: payload bytes per packet
+    mtu: int = 4096                        # docs/design-notes.md Defaults: payload bytes per packet
     max_ack_data: int = MAX_ACK_DATA_SIZE  # C.3 / C.9: read data inside an ACK
-    small_header: bool = True              # S2 / design.md Defaults
+    small_header: bool = True              # SES-S2 / docs/design-notes.md Defaults
     job_id: int = 0
     pid_on_fep: int = 0
     resource_index: int = 0
     initiator: int = 0                     # D.3 initiator id carried in requests
-    check_job: bool = False                # T2
-    auto_receive: bool = False             # M7: every untagged message finds a receive
-    unexpected_limit: int = 64             # M2
-    unexpected_bytes: int = 1 << 24        # M2
-    max_message_bytes: int = 1 << 30       # T5
-    # R1-R3: partial multi-packet messages and the bytes they hold, per peer and in all
+    check_job: bool = False                # SES-T2
+    auto_receive: bool = False             # SES-M7: every untagged message finds a receive
+    unexpected_limit: int = 64             # SES-M2
+    unexpected_bytes: int = 1 << 24        # SES-M2
+    max_message_bytes: int = 1 << 30       # SES-T5
+    # SES-R1 to SES-R3: partial multi-packet messages and the bytes they hold, per peer and in all
     max_rx_messages: int = 256
     max_rx_messages_per_peer: int = 64
     rx_bytes: int = 2 << 30
     rx_bytes_per_peer: int = (1 << 30) + (256 << 20)
-    partial_timeout: float = 5.0           # R3: seconds a partial message may sit idle
-    rendezvous_eager: int = 1024           # M5: bytes sent eagerly (capped at mtu)
+    partial_timeout: float = 5.0           # SES-R3: seconds a partial message may sit idle
+    rendezvous_eager: int = 1024           # SES-M5: bytes sent eagerly (capped at mtu)
     seed: int = 0                          # restart tokens, rendezvous keys
     # A.1 (the reference provider parses standard requests, next_hdr 3, and responses 4 and 5
     # only): "standard" sends no small or medium request (D.4) and no small response with data
-    # (next_hdr 6, D.7), whatever small_header says; "auto" (design.md Defaults) uses the small
+    # (next_hdr 6, D.7), whatever small_header says; "auto" (docs/design-notes.md Defaults) uses the small
     # forms where they serve, and answers with next_hdr 6 only a peer that sent small or medium
-    # requests itself (P3 of uet/ses/target.py)
+    # requests itself (SES-P3 of uet/ses/target.py)
     ses_header: str = field(default="auto", kw_only=True)
 
     def __post_init__(self) -> None:
@@ -89,7 +89,7 @@ class SesConfig:
 
     @property
     def small_requests(self) -> bool:
-        """S2: whether a message that fits one packet may use a small or medium header."""
+        """SES-S2: whether a message that fits one packet may use a small or medium header."""
         return self.small_header and self.ses_header == "auto"
 
 
@@ -101,7 +101,7 @@ class MemoryRegion:
     readable: bool = True
     writable: bool = True
     atomic: bool = True
-    served: int = 0  # bytes read from it (rendezvous source regions, M5)
+    served: int = 0  # bytes read from it (rendezvous source regions, SES-M5)
 
 
 @dataclass
@@ -129,17 +129,17 @@ class RxMessage:
     dc: bool = False
     buf: bytearray | None = None    # write: the region's buffer
     asm: Any = None                  # send: a uet.native.Reassembly (its storage grows with
-    # the bytes that arrived, never with a claimed length, R1)
+    # the bytes that arrived, never with a claimed length, SES-R1)
     recv: Posted | None = None
-    charged: int = 0                 # R1: bytes charged to the peer's budget while partial
-    last: float = 0.0                # R3: when a packet of it last arrived
+    charged: int = 0                 # SES-R1: bytes charged to the peer's budget while partial
+    last: float = 0.0                # SES-R3: when a packet of it last arrived
     unexpected: bool = False
-    failed: bool = False            # T8: swallow the rest, no more responses
+    failed: bool = False            # SES-T8: swallow the rest, no more responses
     deferred: bool = False
     offsets: set = field(default_factory=set)
     got: int = 0
     done: bool = False               # every byte arrived (unexpected messages wait for a recv)
-    pending_pull: int = 0            # rendezvous bytes still to read (M5)
+    pending_pull: int = 0            # rendezvous bytes still to read (SES-M5)
     kind: str = "send"               # send | write
     region: MemoryRegion | None = None
     base: int = 0                    # write: offset in region of message byte 0
@@ -195,7 +195,7 @@ def _put_last(self: RxMessage, value: float) -> None:
 
 
 def _put_failed(self: RxMessage, value: bool) -> None:
-    _msg_lane(self).live = 0 if value else 1  # T8: a failed message is the reference's
+    _msg_lane(self).live = 0 if value else 1  # SES-T8: a failed message is the reference's
 
 
 RxMessage.got = property(attrgetter("_lane.got"), _put_got)  # type: ignore[assignment]
@@ -237,11 +237,11 @@ class Operation:
     restarted: bool = False
     params: dict = field(default_factory=dict)
     on_done: Any = None               # internal reads (rendezvous pull)
-    acked: bool = False               # I3 of uet.ses.initiator: the transport ACKed every request
+    acked: bool = False               # SES-I3 of uet.ses.initiator: the transport ACKed every request
 
 
 def field_int(f: Mapping[str, Any], k: str, default: int = 0) -> int:
-    """A header field as an int (flags as 0/1); a value of another type is bad input (E1)."""
+    """A header field as an int (flags as 0/1); a value of another type is bad input (SES-E1)."""
     v = f.get(k, default)
     if isinstance(v, bool):
         return int(v)

@@ -1,6 +1,6 @@
 """The sans-IO semantic sublayer (SES): one :class:`SesEndpoint` per host, initiator and target.
 
-The SES never sees a socket, a clock or a PSN window (design.md principle 2). It exchanges
+The SES never sees a socket, a clock or a PSN window (docs/design-notes.md principle 2). It exchanges
 ``(next_hdr, SES header dict, extension dict, payload)`` per packet with whatever carries it: the
 PDS (RUD/ROD: requests in PDC packets, responses in ACKs), RUDI (uet.pds.rudi: one response per
 request) or UUD (uet.pds.uud: no response at all), or the in-memory channel of uet.ses.loopback.
@@ -14,12 +14,12 @@ fed to :meth:`receive` returns the response that rides on its ACK (or None); fur
 data beyond MAX_ACK_DATA_SIZE, DEFERRABLE_RTR, rendezvous pulls) go to :meth:`packets_to_send`.
 
 The rules are written beside the code that carries them out: cutting messages into packets
-(S1, S2) in :mod:`uet.ses.packets`; operations and their responses (S3-S6, I1, I2) in
+(SES-S1, SES-S2) in :mod:`uet.ses.packets`; operations and their responses (SES-S3 to SES-S6, SES-I1, SES-I2) in
 :mod:`uet.ses.initiator`; admission, return codes, matching, RMA, atomics, responses and the
-receive budget (T1-T9, M1-M6, P1, P2, R1-R3) in :mod:`uet.ses.target`.
+receive budget (SES-T1 to SES-T9, SES-M1 to SES-M6, SES-P1, SES-P2, SES-R1 to SES-R3) in :mod:`uet.ses.target`.
 
 Everywhere
-  E1  principle 6: nothing raises out of :meth:`receive` / :meth:`receive_bytes`; arbitrary
+  SES-E1  principle 6: nothing raises out of :meth:`receive` / :meth:`receive_bytes`; arbitrary
       dicts and bytes give a return code or a counted drop (``stats['malformed']``); a bug is
       counted as ``internal_errors`` (``last_error`` keeps it).
 
@@ -67,10 +67,10 @@ class SesEndpoint(InitiatorSide, TargetSide):
         # target
         self.regions: dict[int, MemoryRegion] = {}
         self._posted: list[Posted] = []
-        self._rx: dict[tuple[Any, int, int], RxMessage] = {}  # K1 of uet/ses/target.py
-        self._compact_peers: dict[Any, None] = {}  # P3 of uet/ses/target.py
+        self._rx: dict[tuple[Any, int, int], RxMessage] = {}  # SES-K1 of uet/ses/target.py
+        self._compact_peers: dict[Any, None] = {}  # SES-P3 of uet/ses/target.py
         # the C receive lane's tables (uet.native.rxlane), which the PDS below owns and hands
-        # over (use_lanes); none without a C backend, or when job ids are checked (T2)
+        # over (use_lanes); none without a C backend, or when job ids are checked (SES-T2)
         self.lanes: Any = None
         c = self.config
         self.budget = ReceiveBudget(BudgetLimits(
@@ -113,18 +113,18 @@ class SesEndpoint(InitiatorSide, TargetSide):
 
     def pending(self, message_id: int) -> bool:
         """Whether an operation with this message id still waits for its response (a transport
-        that may lose responses asks again while this holds: X5 of uet/pds/initiator.py)."""
+        that may lose responses asks again while this holds: PDS-X5 of uet/pds/initiator.py)."""
         return message_id in self._ops
 
     def release(self) -> None:
         """The host stops (uet.host.Host.shutdown): the storage of every message this SES
         holds is freed now, in order, rather than left to the garbage collector (issue 25) -
-        the messages in reassembly (K1; each leaves its C lane before its storage goes), the
-        unexpected ones waiting for a receive (M2) and the read data of outstanding
+        the messages in reassembly (SES-K1; each leaves its C lane before its storage goes), the
+        unexpected ones waiting for a receive (SES-M2) and the read data of outstanding
         operations. Those messages are dropped without an event (``released`` counts them);
         nothing is sent. Idempotent; the counters stay readable."""
         partial = [rx for key in list(self._rx) if (rx := self._rx_pop(key)) is not None]
-        # (_rx_pop gives their R1 budget back; a partial unexpected message is in both lists)
+        # (_rx_pop gives their SES-R1 budget back; a partial unexpected message is in both lists)
         gone = {id(rx): rx for rx in partial + self._unexpected}
         for rx in gone.values():
             rx.release()
@@ -154,25 +154,25 @@ class SesEndpoint(InitiatorSide, TargetSide):
         return self._stats
 
     def watch_pressure(self, watch: Any) -> None:
-        """``watch(peer)`` after the reassembly bytes charged to ``peer`` change (R1): the PDS
-        below keeps whether its C lane may build that peer's ACKs (A5 of uet/pds/target.py)."""
+        """``watch(peer)`` after the reassembly bytes charged to ``peer`` change (SES-R1): the PDS
+        below keeps whether its C lane may build that peer's ACKs (PDS-A5 of uet/pds/target.py)."""
         self.budget.on_change = watch
 
     def lane_fields(self) -> Mapping[str, Any] | None:
         """The SES's half of the C receive lane's layout (uet.ses.lanes), or None when job ids
-        are checked (T2: the lane does not read them, so every request goes the reference
+        are checked (SES-T2: the lane does not read them, so every request goes the reference
         way)."""
         return None if self.config.check_job else _lane_fields()
 
     def use_lanes(self, lanes: Any) -> None:
         """The lane tables of the PDS below: each message in reassembly from then on gets a
-        message lane there (K1), and what the lane counted for the SES reaches :attr:`stats`."""
+        message lane there (SES-K1), and what the lane counted for the SES reaches :attr:`stats`."""
         self.lanes = lanes
         lanes.ses_stats = self._stats
 
     @property
     def clock(self) -> float:
-        """The latest ``now`` this SES was given (R3 stamps its messages with it)."""
+        """The latest ``now`` this SES was given (SES-R3 stamps its messages with it)."""
         return self._now
 
     def advance(self, now: float) -> None:
@@ -181,13 +181,13 @@ class SesEndpoint(InitiatorSide, TargetSide):
             self._now = now
 
     def pressure(self, peer: Any) -> float:
-        """The share of ``peer``'s reassembly byte budget in use (R1, uet.ses.budget): the
-        PDS target's receiver penalty (A5 of uet/pds/target.py) grows from half of it."""
+        """The share of ``peer``'s reassembly byte budget in use (SES-R1, uet.ses.budget): the
+        PDS target's receiver penalty (PDS-A5 of uet/pds/target.py) grows from half of it."""
         limit = self.budget.limits.bytes_per_peer
         return min(1.0, self.budget.peer_bytes(peer) / limit) if limit else 1.0
 
     def acked(self, token: Any, now: float) -> None:
-        self.transport_acked(token)  # noted (I3); operations complete on their responses (I2)
+        self.transport_acked(token)  # noted (SES-I3); operations complete on their responses (SES-I2)
 
     def response(self, token: Any, next_hdr: int, data: Any, peer: Any, now: float) -> None:
         self.receive_bytes(next_hdr, data, peer=peer, message_id=token, now=now)
@@ -219,8 +219,8 @@ class SesEndpoint(InitiatorSide, TargetSide):
                 inline_limit: int | None = None, now: float | None = None) -> SesPacket | None:
         """Take one SES packet. Requests (next_hdr 1-3) return the response that rides on their
         ACK (RUD/ROD) or forms the RUDI response, or None; responses (4-6) return None.
-        ``mode`` is "rud" (also ROD), "rudi" or "uud" (T3). ``now`` (the caller's clock) dates
-        the packet for R3."""
+        ``mode`` is "rud" (also ROD), "rudi" or "uud" (SES-T3). ``now`` (the caller's clock) dates
+        the packet for SES-R3."""
         if now is not None and now > self._now:
             self._now = now
         try:
@@ -232,12 +232,12 @@ class SesEndpoint(InitiatorSide, TargetSide):
                 return None
             self.stats["malformed"] += 1
             return None
-        except (DecodeError, EncodeError, OverflowError):  # E1: fields the codecs refuse
+        except (DecodeError, EncodeError, OverflowError):  # SES-E1: fields the codecs refuse
             self.stats["malformed"] += 1
             if next_hdr in REQUEST_NH and mode != "uud":
                 return self._rsp(peer, 0, RC_UNSUPPORTED_SIZE, request_ref)
             return None
-        except Exception as exc:  # E1: a bug here, not bad input: counted and kept
+        except Exception as exc:  # SES-E1: a bug here, not bad input: counted and kept
             self.stats["internal_errors"] += 1
             self.last_error = exc
             return None

@@ -1,28 +1,28 @@
 """The initiator side of the SES: operations become request messages (cut by
 :mod:`uet.ses.packets`), their responses complete them.
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision where facts are silent)
+RULES (each names its docs/facts.md row; "choice" marks a project decision where facts are silent)
 ================================================================================================
-  S3  choice: REL = 1 (buffer_offset relative to the memory region); message ids are 16-bit, per
+  SES-S3  choice: REL = 1 (buffer_offset relative to the memory region); message ids are 16-bit, per
       endpoint, never reused while an operation with that id is outstanding.
-  S4  D.6: ATOMIC / FETCHING_ATOMIC carry the 4-byte atomic extension; AMO opcodes 0x0D-0x12 the
+  SES-S4  D.6: ATOMIC / FETCHING_ATOMIC carry the 4-byte atomic extension; AMO opcodes 0x0D-0x12 the
       36-byte compare-and-swap extension (the operand travels in the extension, no payload); other
       AMOs carry the operand as payload (little-endian, uet.ses.atomics).
-  S5  C.8: DATAGRAM_SEND only over UUD; RUDI only for idempotent operations (WRITE, READ, NO_OP);
-      the loopback channel and integrations enforce it, the target checks it (T3).
-  S6  D.3: an RMA offset outside 0..2^64-1 or a length beyond 32 bits raises SesError before
+  SES-S5  C.8: DATAGRAM_SEND only over UUD; RUDI only for idempotent operations (WRITE, READ, NO_OP);
+      the loopback channel and integrations enforce it, the target checks it (SES-T3).
+  SES-S6  D.3: an RMA offset outside 0..2^64-1 or a length beyond 32 bits raises SesError before
       anything is queued (never wrapped to a field's width).
-  I1  the operation is found by the transport's attribution (``message_id=`` given by the
+  SES-I1  the operation is found by the transport's attribution (``message_id=`` given by the
       caller that knows which request the ACK/response answers), else by the header's message_id
       (next_hdr 4) / read_request_message_id (next_hdr 5). None found (or the peer differs) ->
       dropped and counted (``stats['unknown_response']``).
-  I2  RC OK completes sends, writes and non-fetching atomics; reads and fetching atomics complete
+  SES-I2  RC OK completes sends, writes and non-fetching atomics; reads and fetching atomics complete
       when all their data arrived; any other RC fails the operation with that RC (deferrable
-      sends: NO_MATCH means deferred, M4). A DEFAULT_RESPONSE with RC NULL (D.9, built by the
+      sends: NO_MATCH means deferred, SES-M4). A DEFAULT_RESPONSE with RC NULL (D.9, built by the
       PDS for cleared duplicates) changes nothing.
-  I3  choice: when the transport says every request of an operation is acknowledged (the PDS's
+  SES-I3  choice: when the transport says every request of an operation is acknowledged (the PDS's
       CACK, C.2, through ``acked``), the operation notes it (``Operation.acked``) and still
-      completes only on its response (I2, D.7): a driver can then tell a target that took the
+      completes only on its response (SES-I2, D.7): a driver can then tell a target that took the
       bytes but never answered from one that never got them (:meth:`acked_by_transport`).
 """
 
@@ -77,7 +77,7 @@ class InitiatorSide:
              header_data: int | None = None, dc: bool = False, buffer_offset: int = 0,
              ext: dict | None = None, small_ok: bool = False, medium_ok: bool = False,
              extra: dict | None = None) -> list[Any]:
-        """S1, S2 (uet/ses/packets.py): the message as one packet or a Message to cut."""
+        """SES-S1, SES-S2 (uet/ses/packets.py): the message as one packet or a Message to cut."""
         c = self.config
         common = self._common(opcode, dc=dc, buffer_offset=buffer_offset, **(extra or {}))
         return [cut(peer, mid, data, mtu=c.mtu, small_header=c.small_requests, common=common,
@@ -107,7 +107,7 @@ class InitiatorSide:
 
     def deferrable_send(self, peer: Any, data: bytes, *, match_bits: int | None = None,
                         dc: bool = False) -> int:
-        """DEFERRABLE_SEND (0x08) or, with ``match_bits``, DEFERRABLE_TSEND (0x0B) (M4)."""
+        """DEFERRABLE_SEND (0x08) or, with ``match_bits``, DEFERRABLE_TSEND (0x0B) (SES-M4)."""
         tagged = match_bits is not None
         opcode = DEFERRABLE_TSEND if tagged else DEFERRABLE_SEND
         mid = self._mid()
@@ -124,7 +124,7 @@ class InitiatorSide:
 
     def rendezvous_send(self, peer: Any, data: bytes, *, match_bits: int | None = None,
                         eager: int | None = None) -> int:
-        """RENDEZVOUS_SEND (0x06) / RENDEZVOUS_TSEND (0x0A): eager part + target pull (M5)."""
+        """RENDEZVOUS_SEND (0x06) / RENDEZVOUS_TSEND (0x0A): eager part + target pull (SES-M5)."""
         c = self.config
         data = bytes(data)
         if len(data) > M32:
@@ -147,7 +147,7 @@ class InitiatorSide:
 
     @staticmethod
     def _check_rma(offset: int, length: int) -> None:
-        """S6: an RMA range the wire can carry (64-bit buffer_offset, 32-bit request_length),
+        """SES-S6: an RMA range the wire can carry (64-bit buffer_offset, 32-bit request_length),
         checked before anything is queued."""
         if not 0 <= offset <= M64:
             raise SesError(f"offset {offset} is not a 64-bit buffer offset")
@@ -163,7 +163,7 @@ class InitiatorSide:
         return self._start(Operation(self._handle(), "write", peer, mid, WRITE, len(data)), pk)
 
     def read(self, peer: Any, memory_key: int, offset: int, length: int) -> int:
-        """RMA READ (0x02) of ``length`` bytes; OperationComplete.data holds them (P1)."""
+        """RMA READ (0x02) of ``length`` bytes; OperationComplete.data holds them (SES-P1)."""
         return self._read(peer, memory_key, offset, length)
 
     def _read(self, peer: Any, memory_key: int, offset: int, length: int, on_done: Any = None) -> int:
@@ -233,7 +233,7 @@ class InitiatorSide:
         return self._start(Operation(self._handle(), "no_op", peer, mid, NO_OP), [SesPacket(NH_STD, f, None, b"", peer, mid)])
 
     def abort(self, handle: int, reason: str = "aborted") -> bool:
-        """Terminate an outstanding message in error: MSG_ERROR (0x0F) to the target (T9)."""
+        """Terminate an outstanding message in error: MSG_ERROR (0x0F) to the target (SES-T9)."""
         for mid, op in list(self._ops.items()):
             if op.handle == handle:
                 del self._ops[mid]
@@ -246,13 +246,13 @@ class InitiatorSide:
         return False
 
     def transport_acked(self, message_id: int) -> None:
-        """I3: the transport acknowledged every request of this operation."""
+        """SES-I3: the transport acknowledged every request of this operation."""
         op = self._ops.get(message_id)
         if op is not None:
             op.acked = True
 
     def acked_by_transport(self, handle: int) -> bool:
-        """I3: whether the outstanding operation ``handle`` had every request acknowledged by the
+        """SES-I3: whether the outstanding operation ``handle`` had every request acknowledged by the
         transport while its response has not come (False once it completed or failed)."""
         return any(op.handle == handle and op.acked for op in self._ops.values())
 
@@ -279,7 +279,7 @@ class InitiatorSide:
             return
         rc = field_int(f, "return_code")
         if nh == NH_RSP and field_int(f, "opcode") == DEFAULT_RESPONSE and rc == RC_NULL:
-            self.stats["default_response"] += 1  # I2 / D.9
+            self.stats["default_response"] += 1  # SES-I2 / D.9
             return
         if rc != RC_OK:
             if op.op == "deferrable_send" and rc == RC_NO_MATCH and not op.restarted:

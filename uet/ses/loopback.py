@@ -15,7 +15,7 @@ Three transports, picked by ``mode``:
 What happens on the way - loss, trimming, corruption, duplication, reordering - is the network
 model of :mod:`uet.net` (one link, fast enough never to queue, a latency of ``latency`` and a
 reorder delay of up to four latencies; trimmed datagrams keep 64 bytes). Every random choice comes
-from ``seed`` (design.md principle 5).
+from ``seed`` (docs/design-notes.md principle 5).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """SES packets: one packet as header fields (:class:`SesPacket`), a message cut into packets
 lazily (:class:`Message`), and the decoding of what follows a PDS header (:func:`decode_ses`).
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision where facts are silent)
+RULES (each names its docs/facts.md row; "choice" marks a project decision where facts are silent)
 ================================================================================================
-  S1  D.2/D.3: a message is cut into packets of at most ``mtu`` payload bytes; the first has SOM
+  SES-S1  D.2/D.3: a message is cut into packets of at most ``mtu`` payload bytes; the first has SOM
       (its std header carries header_data, message_offset 0 implied), the last EOM; the others
       carry payload_length (14 bits) and message_offset (32 bits); every packet carries
       request_length (the whole message) and the same message_id.
-  S2  design.md Defaults / D.4: a message that fits one packet uses a smaller header when one
+  SES-S2  docs/design-notes.md Defaults / D.4: a message that fits one packet uses a smaller header when one
       serves: small (next_hdr 1) for SEND without header data; medium (next_hdr 2) for
       TAGGED_SEND, WRITE, ATOMIC and FETCHING_ATOMIC (match bits or memory key); length < 2^14.
       Standard otherwise, and always for READ (its data responses name read_request_message_id,
@@ -39,7 +39,7 @@ class SesPacket:
     """One SES packet: header dict (``next_hdr`` says which header), extension dict, payload.
 
     ``message_id`` is the initiator's id of the operation (also for small/medium headers that do
-    not carry it) so that a transport can attribute responses (I1); ``request_ref`` on a response
+    not carry it) so that a transport can attribute responses (SES-I1); ``request_ref`` on a response
     is the transport id of the request it answers (the PSN whose ACK carries it, or the RUDI
     pkt_id). As an item for the PDS (uet/pds/upper.py) it is one request."""
     next_hdr: int
@@ -104,7 +104,7 @@ def ext_key(opcode: int, ext: Mapping[str, Any]) -> str:
 def decode_ses(next_hdr: int, data: bytes | bytearray | memoryview
                ) -> tuple[dict, dict | None, memoryview]:
     """(SES header, extension or None, payload) from the bytes after the PDS header; the payload
-    is a view of ``data``. Raises :class:`DecodeError` only (E1 callers catch it)."""
+    is a view of ``data``. Raises :class:`DecodeError` only (SES-E1 callers catch it)."""
     key = _HDR_KEY.get(next_hdr)
     if key is None:
         raise DecodeError(f"next_hdr {next_hdr} is not an SES header")
@@ -140,7 +140,7 @@ two mean something only without SOM (the SOM packet holds header data there)."""
 
 
 class Message:
-    """A request message of more than one packet (S1), cut as the PDS asks for its packets.
+    """A request message of more than one packet (SES-S1), cut as the PDS asks for its packets.
 
     ``fields`` are the standard header's fields common to every packet (opcode, message_id,
     request_length, ids, keys ...), ``first`` what only the SOM packet adds (header data)."""
@@ -228,7 +228,7 @@ class Message:
 def cut(peer: Any, message_id: int, data: bytes, *, mtu: int, small_header: bool,
         common: dict, key: dict, header_data: int | None = None, ext: dict | None = None,
         small_ok: bool = False, medium_ok: bool = False) -> SesPacket | Message:
-    """S1, S2: one request message as a single packet, or as a :class:`Message` to cut."""
+    """SES-S1, SES-S2: one request message as a single packet, or as a :class:`Message` to cut."""
     n = len(data)
     if n > M32:
         raise SesError("message longer than 2^32 - 1 bytes")

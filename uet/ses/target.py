@@ -2,87 +2,87 @@
 its checks and return codes, matching, reassembly (:class:`uet.native.Reassembly`, charged to the
 peer's receive budget), RMA, atomics, the responses.
 
-RULES (each names its uet-facts.md row; "choice" marks a project decision where facts are silent)
+RULES (each names its docs/facts.md row; "choice" marks a project decision where facts are silent)
 ================================================================================================
 Target: admission and return codes (D.8)
-  T1  D.2: IE set -> INITIATOR_ERR (0x23, "echoes the IE flag"); the message is dropped.
-  T2  choice: ``check_job``: a request whose job_id is not ours -> BAD_JOB_ID (0x1B).
-  T3  C.8: on RUDI anything but WRITE/READ/NO_OP -> OP_VIOLATION (0x18); DATAGRAM_SEND outside
+  SES-T1  D.2: IE set -> INITIATOR_ERR (0x23, "echoes the IE flag"); the message is dropped.
+  SES-T2  choice: ``check_job``: a request whose job_id is not ours -> BAD_JOB_ID (0x1B).
+  SES-T3  C.8: on RUDI anything but WRITE/READ/NO_OP -> OP_VIOLATION (0x18); DATAGRAM_SEND outside
       UUD -> OP_VIOLATION; on UUD anything but DATAGRAM_SEND is dropped and counted (no response
       exists, B.14).
-  T4  D.1: opcodes this implementation does not execute (TSEND_ATOMIC, TSEND_FETCH_ATOMIC,
+  SES-T4  D.1: opcodes this implementation does not execute (TSEND_ATOMIC, TSEND_FETCH_ATOMIC,
       reserved 0x10-0x2F, vendor 0x30-0x3E, extended 0x3F) -> UNSUPPORTED_OP (0x06).
-  T5  D.3: packet geometry: payload_length must equal the bytes present, message_offset +
+  SES-T5  D.3: packet geometry: payload_length must equal the bytes present, message_offset +
       payload_length <= request_length, single-packet headers carry exactly request_length
       bytes -> otherwise UNSUPPORTED_SIZE (0x07); request_length beyond ``max_message_bytes`` ->
       TOO_LONG (0x22).
-  T6  RMA (WRITE, READ, ATOMIC): memory key not registered -> BAD_MKEY (0x1C); region without the
+  SES-T6  RMA (WRITE, READ, ATOMIC): memory key not registered -> BAD_MKEY (0x1C); region without the
       needed permission -> PERM_VIOLATION (0x17); [offset, offset + request_length) not inside the
       region -> AT_OUT_OF_RANGE (0x0C); REL = 0 (absolute) offsets are taken relative to the
       region's registered base address (below it -> BAD_ADDR 0x1D).
-  T7  D.6: atomic datatype not supported -> AMO_UNSUPPORTED_DT (0x10), AMO opcode not supported ->
+  SES-T7  D.6: atomic datatype not supported -> AMO_UNSUPPORTED_DT (0x10), AMO opcode not supported ->
       AMO_UNSUPPORTED_OP (0x0F), operand length not the datatype size -> AMO_UNSUPPORTED_SIZE
       (0x11), offset not a multiple of the size -> AMO_UNALIGNED (0x12).
-  T8  a message fails at most once: the first failing packet gets the error response and a
+  SES-T8  a message fails at most once: the first failing packet gets the error response and a
       MessageError event; later packets of that message are swallowed without a response.
-  T9  MSG_ERROR (0x0F) terminates the named message in error: its partial state is dropped, a
+  SES-T9  MSG_ERROR (0x0F) terminates the named message in error: its partial state is dropped, a
       MessageError event is raised, the MSG_ERROR itself is answered OK.
 
 Target: sends and matching
-  K1  choice (facts silent on the scope of a message id): a multi-packet message is named by
+  SES-K1  choice (facts silent on the scope of a message id): a multi-packet message is named by
       (source address, initiator id, message id): the D.3 ``initiator`` field tells apart two
       initiators behind one address (processes of one host), whose message ids are drawn
       independently. Single-packet messages need no name.
-  M1  untagged sends match untagged posted receives in posting order; tagged ones match the
+  SES-M1  untagged sends match untagged posted receives in posting order; tagged ones match the
       first tagged receive with ``(bits ^ match_bits) & ~ignore_bits == 0``. The first packet of
       a message to arrive (any packet; RUD reorders) binds the whole message.
-  M2  no matching receive -> the message goes to the unexpected list (bounded by
+  SES-M2  no matching receive -> the message goes to the unexpected list (bounded by
       ``unexpected_limit`` messages and ``unexpected_bytes``, one peer at most half of each
       (choice, issue 11); beyond -> NO_MATCH 0x05) and its
       response says list = OVERFLOW (D.7); post_recv consults the unexpected list first.
-  M3  a message longer than the receive's capacity -> TOO_LONG, the receive completes in error.
-  M4  D.9 deferrable send (choice where facts are silent): no matching receive -> the target
+  SES-M3  a message longer than the receive's capacity -> TOO_LONG, the receive completes in error.
+  SES-M4  D.9 deferrable send (choice where facts are silent): no matching receive -> the target
       keeps only (initiator token, its own target token, tag, length), answers NO_MATCH and drops
       the payload; when a matching receive is posted it sends DEFERRABLE_RTR carrying both tokens;
       the initiator answers it OK and restarts the message (new message id) with both tokens;
       the restarted message lands in the bound receive. An unknown target token -> NO_MATCH,
       which fails the restarted send.
-  M5  D.5/D.9 rendezvous: the initiator registers its buffer under a fresh key and sends the
+  SES-M5  D.5/D.9 rendezvous: the initiator registers its buffer under a fresh key and sends the
       eager part (at most one packet) with the rendezvous extension (eager_length, read_offset,
       read_match_bits = that key); the target places the eager bytes, answers OK, and READs the
       rest from the initiator; MessageReceived follows the pull. The initiator completes when the
       response arrived and every byte beyond the eager part was read.
-  M7  choice (``auto_receive``, what a sink such as ``uet recv`` wants): an untagged message
+  SES-M7  choice (``auto_receive``, what a sink such as ``uet recv`` wants): an untagged message
       with no posted receive gets a receive of its own, of any length, instead of going to the
       unexpected list.
-  M6  choice: every message gets one response, when its last byte lands (delivery complete:
+  SES-M6  choice: every message gets one response, when its last byte lands (delivery complete:
       responses mean "placed at the target", so DC = 1 needs no extra step); opcode RESPONSE
       (1) with modified_length = bytes placed, RESPONSE_W_DATA (2) with data.
 
 Target: responses (C.3, C.9, D.7)
-  P1  READ and fetching atomics: data up to ``max_ack_data`` (MAX_ACK_DATA_SIZE 16) rides on the
+  SES-P1  READ and fetching atomics: data up to ``max_ack_data`` (MAX_ACK_DATA_SIZE 16) rides on the
       ACK as a small response with data (next_hdr 6, original_request_psn = the transport's id
       of the request); beyond that it goes as separate response-with-data packets (next_hdr 5,
       at most ``mtu`` each, message_offset, read_request_message_id) and the ACK carries none.
       On RUDI (one response per request) the limit is the request's own response packet:
       ``inline_limit`` = mtu, next_hdr 5.
-  P2  errors answer with a plain response (next_hdr 4) carrying the return code.
-  P3  A.1 (the reference provider drops next_hdr 1, 2 and 6): a peer is answered in the header
-      family it uses. The small response with data of P1 goes only to a peer that sent a small
+  SES-P2  errors answer with a plain response (next_hdr 4) carrying the return code.
+  SES-P3  A.1 (the reference provider drops next_hdr 1, 2 and 6): a peer is answered in the header
+      family it uses. The small response with data of SES-P1 goes only to a peer that sent a small
       or medium request itself (the last ``COMPACT_PEERS`` such peers are remembered), and never
       with ``ses_header = "standard"``; any other peer gets the response with data (next_hdr 5,
-      20 bytes) in its place, on the ACK as P1 says.
+      20 bytes) in its place, on the ACK as SES-P1 says.
 
 Target: resources (issue 11; uet.ses.budget)
-  R1  partial multi-packet messages (standard header, not SOM + EOM) are counted per peer and in
+  SES-R1  partial multi-packet messages (standard header, not SOM + EOM) are counted per peer and in
       all (``max_rx_messages_per_peer``, ``max_rx_messages``), with the reassembly storage they
       hold (``rx_bytes_per_peer``, ``rx_bytes``): the chunks of uet.native.Reassembly that bytes
       landed in, charged as they are taken, never the request_length a header claims.
-  R2  a transport that can refuse a packet before it counts as received asks :meth:`admit`
-      first: a new partial message beyond R1's message limits -> NACK NO_SES_MSG_AVAIL (B.11
+  SES-R2  a transport that can refuse a packet before it counts as received asks :meth:`admit`
+      first: a new partial message beyond SES-R1's message limits -> NACK NO_SES_MSG_AVAIL (B.11
       0x09), payload beyond the byte limits -> NO_PKT_BUFFER (0x07). What arrives anyway (a
       transport that does not ask) is counted all the same.
-  R3  choice: a partial message idle for ``partial_timeout`` (no packet of it arrived, by the
+  SES-R3  choice: a partial message idle for ``partial_timeout`` (no packet of it arrived, by the
       ``now`` the transport passes) is dropped by :meth:`expire` with a MessageError (DROPPED,
       D.8 0x24); a posted receive it had bound is posted again.
 """
@@ -109,19 +109,19 @@ from .packets import STD_SIZE, SesPacket, read_std
 
 
 
-COMPACT_PEERS = 4096  # P3: peers remembered as senders of small or medium requests
+COMPACT_PEERS = 4096  # SES-P3: peers remembered as senders of small or medium requests
 
 
 class TargetSide:
     """Regions, receives and the handling of requests (a part of :class:`uet.ses.SesEndpoint`)."""
 
     _rx: dict[tuple[Any, int, int], RxMessage]
-    _compact_peers: dict[Any, None]  # P3, oldest first
+    _compact_peers: dict[Any, None]  # SES-P3, oldest first
     lanes: Any = None  # the C receive lane's tables (uet.native.rxlane) the PDS below handed over
 
     def register(self, key: int, buffer: bytearray, *, base: int = 0, readable: bool = True,
                  writable: bool = True, atomic: bool = True) -> MemoryRegion:
-        """Register ``buffer`` under memory key ``key`` (T6)."""
+        """Register ``buffer`` under memory key ``key`` (SES-T6)."""
         if not 0 <= key <= M64:
             raise SesError("memory key must fit 64 bits")
         r = MemoryRegion(key, buffer, base, readable, writable, atomic)
@@ -133,18 +133,18 @@ class TargetSide:
 
     def post_recv(self, capacity: int | None = None, *, match_bits: int | None = None,
                   ignore_bits: int = 0) -> int:
-        """Post a receive (tagged when ``match_bits`` is given, M1); returns its handle, which the
+        """Post a receive (tagged when ``match_bits`` is given, SES-M1); returns its handle, which the
         MessageReceived event names."""
         p = Posted(self._handle(), capacity, match_bits, ignore_bits & M64)
         self._offer(p)
         return p.handle
 
     def _offer(self, p: Posted, *, front: bool = False) -> None:
-        """A receive is free: the unexpected list first (M2), then a deferred send waiting for
-        it (M4), else it waits (at the front of the queue when it was posted earlier, R3)."""
+        """A receive is free: the unexpected list first (SES-M2), then a deferred send waiting for
+        it (SES-M4), else it waits (at the front of the queue when it was posted earlier, SES-R3)."""
         tagged = p.match_bits is not None
         capacity = p.capacity
-        for rx in self._unexpected:  # M2: unexpected list first
+        for rx in self._unexpected:  # SES-M2: unexpected list first
             if p.matches(tagged, rx.tag or 0):
                 self._unexpected.remove(rx)
                 self._unexpected_bytes -= rx.length
@@ -155,7 +155,7 @@ class TargetSide:
                 elif rx.done and not rx.pending_pull:
                     self._deliver(rx)
                 return
-        for k in list(self._deferred_order):  # M4: a deferred send waiting for this receive
+        for k in list(self._deferred_order):  # SES-M4: a deferred send waiting for this receive
             d = self._deferred.get(k)
             if d is None or d.recv is not None or not p.matches(d.tagged, d.tag):
                 continue
@@ -176,18 +176,18 @@ class TargetSide:
         return False
 
     def reassembling(self, peer: Any, message_id: int, initiator: int = 0) -> bool:
-        """Whether a multi-packet message (K1) is in reassembly at this target."""
+        """Whether a multi-packet message (SES-K1) is in reassembly at this target."""
         return (peer, initiator, message_id) in self._rx
 
     @property
     def in_reassembly(self) -> int:
-        """Multi-packet messages in reassembly (R1; the host sweeps them while any is, H4 of
+        """Multi-packet messages in reassembly (SES-R1; the host sweeps them while any is, HOST-H4 of
         uet/host.py)."""
         return len(self._rx)
 
     def admit(self, peer: Any, next_hdr: int, data: bytes | bytearray | memoryview) -> int:
-        """R1/R2 for a transport that can refuse a packet before it counts as received (the PDS,
-        W5 of uet/pds/target.py): 0, or the B.11 NACK code to answer with - NO_SES_MSG_AVAIL
+        """SES-R1/SES-R2 for a transport that can refuse a packet before it counts as received (the PDS,
+        PDS-W5 of uet/pds/target.py): 0, or the B.11 NACK code to answer with - NO_SES_MSG_AVAIL
         (0x09) for a new multi-packet message beyond the partial-message limits, NO_PKT_BUFFER
         (0x07) when the storage its payload needs would exceed the peer's or the endpoint's
         bytes."""
@@ -195,11 +195,11 @@ class TargetSide:
             return 0  # small and medium requests are whole messages; responses hold nothing
         size = len(data) - STD_SIZE
         if size < 0:
-            return 0  # receive() answers it (E1)
+            return 0  # receive() answers it (SES-E1)
         opcode, som, eom, _, mid, initiator, length, _, offset = read_std(data)
         if som and eom:
             return 0
-        rx = self._rx.get((peer, initiator, mid))  # K1
+        rx = self._rx.get((peer, initiator, mid))  # SES-K1
         if rx is None and not self.budget.fits_message(peer):
             return 0x09
         if opcode in SEND_OPCODES:
@@ -217,7 +217,7 @@ class TargetSide:
         if old is None:
             self.budget.open_message(rx.peer, force=True)
         elif old is not rx:
-            old.release_lane()  # one C lane per K1 name: the C lane must never see the old one
+            old.release_lane()  # one C lane per SES-K1 name: the C lane must never see the old one
         rx.last = self._now
         self._rx[key] = rx
 
@@ -231,7 +231,7 @@ class TargetSide:
         return rx
 
     def expire(self, now: float) -> int:
-        """R3: drop the partial messages idle for ``partial_timeout`` (their initiator is gone, or
+        """SES-R3: drop the partial messages idle for ``partial_timeout`` (their initiator is gone, or
         never meant to finish); a receive one of them had bound is posted again. Returns how
         many were dropped."""
         self._now = max(self._now, now)
@@ -269,26 +269,26 @@ class TargetSide:
         self.stats["requests"] += 1
         if nh != NH_STD:
             self._note_compact(peer)
-        if mode == "uud":  # T3: no response exists
+        if mode == "uud":  # SES-T3: no response exists
             if op != DATAGRAM_SEND:
                 self.stats["uud_not_datagram"] += 1
                 self._events.append(ev.MessageError(peer, mid, op, RC_OP_VIOLATION,
                                                     "only DATAGRAM_SEND is legal over UUD"))
                 return None
             return self._on_datagram(f, payload, peer, nh)
-        if f.get("ie"):  # T1
+        if f.get("ie"):  # SES-T1
             self._rx_pop((peer, field_int(f, "initiator"), mid)) if nh == NH_STD else None
             return self._fail(peer, mid, op, RC_INITIATOR_ERR, ref, "initiator error (IE)")
-        if self.config.check_job and field_int(f, "job_id") != self.config.job_id:  # T2
+        if self.config.check_job and field_int(f, "job_id") != self.config.job_id:  # SES-T2
             return self._fail(peer, mid, op, RC_BAD_JOB_ID, ref, f"job {field_int(f, 'job_id')} is not ours")
-        if mode == "rudi" and op not in RUDI_OPCODES:  # T3
+        if mode == "rudi" and op not in RUDI_OPCODES:  # SES-T3
             return self._fail(peer, mid, op, RC_OP_VIOLATION, ref,
                               "RUDI carries idempotent operations only (C.8)")
         if op == DATAGRAM_SEND:
             return self._fail(peer, mid, op, RC_OP_VIOLATION, ref, "DATAGRAM_SEND is UUD only (C.8)")
         if op == NO_OP:
             return self._rsp(peer, mid, RC_OK, ref)
-        if op == MSG_ERROR:  # T9
+        if op == MSG_ERROR:  # SES-T9
             rx = self._rx_pop((peer, field_int(f, "initiator"), mid))
             if rx is not None and rx.unexpected and rx in self._unexpected:
                 self._unexpected.remove(rx)
@@ -296,7 +296,7 @@ class TargetSide:
             self._events.append(ev.MessageError(peer, mid, op, RC_CANCELLED,
                                                 "message terminated by the initiator (MSG_ERROR)"))
             return self._rsp(peer, mid, RC_OK, ref)
-        if op not in SUPPORTED_OPCODES:  # T4
+        if op not in SUPPORTED_OPCODES:  # SES-T4
             return self._fail(peer, mid, op, RC_UNSUPPORTED_OP, ref,
                               f"opcode 0x{op:02x} is not supported")
         geo = self._geometry(nh, f, payload)
@@ -316,7 +316,7 @@ class TargetSide:
         return self._fail(peer, mid, op, RC_UNSUPPORTED_OP, ref, f"opcode 0x{op:02x} is not supported")
 
     def _geometry(self, nh: int, f: Mapping[str, Any], payload: bytes) -> tuple[int, int] | int:
-        """T5: (message_offset, request_length) or a return code."""
+        """SES-T5: (message_offset, request_length) or a return code."""
         rl = field_int(f, "request_length")
         op = field_int(f, "opcode")
         if rl < 0 or field_int(f, "message_offset") < 0:
@@ -339,7 +339,7 @@ class TargetSide:
         return mo, rl
 
     def _region(self, f: Mapping[str, Any], need: str, length: int) -> tuple[MemoryRegion, int] | int:
-        """T6: (region, offset in region) or a return code."""
+        """SES-T6: (region, offset in region) or a return code."""
         r = self.regions.get(field_int(f, "memory_key"))
         if r is None:
             return RC_BAD_MKEY
@@ -364,7 +364,7 @@ class TargetSide:
 
     def _on_write(self, nh: int, f: Mapping[str, Any], payload: bytes, peer: Any, mid: int, mo: int,
                   rl: int, ref: Any) -> SesPacket | None:
-        key = (peer, field_int(f, "initiator"), mid)  # K1
+        key = (peer, field_int(f, "initiator"), mid)  # SES-K1
         rx = self._rx.get(key) if nh == NH_STD else None
         if rx is None:
             reg = self._region(f, "writable", rl)
@@ -399,7 +399,7 @@ class TargetSide:
 
     def _data_responses(self, peer: Any, mid: int, data: bytes, ref: Any, limit: int,
                         ) -> SesPacket | None:
-        """P1: inline (small response with data) or separate response-with-data packets."""
+        """SES-P1: inline (small response with data) or separate response-with-data packets."""
         n = len(data)
         if n <= self.config.max_ack_data and n <= limit and self._compact_ok(peer):
             f = {"opcode": RESPONSE_W_DATA, "return_code": RC_OK, "payload_length": n,
@@ -422,7 +422,7 @@ class TargetSide:
         return None
 
     def _note_compact(self, peer: Any) -> None:
-        """P3: ``peer`` sent a small or medium request."""
+        """SES-P3: ``peer`` sent a small or medium request."""
         seen = self._compact_peers
         if peer in seen:
             return
@@ -431,7 +431,7 @@ class TargetSide:
         seen[peer] = None
 
     def _compact_ok(self, peer: Any) -> bool:
-        """P3: whether ``peer`` may be answered with a small response with data."""
+        """SES-P3: whether ``peer`` may be answered with a small response with data."""
         return self.config.ses_header == "auto" and peer in self._compact_peers
 
     def _on_read(self, f: Mapping[str, Any], peer: Any, mid: int, rl: int, ref: Any,
@@ -478,7 +478,7 @@ class TargetSide:
         return self._rsp(peer, mid, RC_OK, ref, modified=size if new is not None else 0)
 
     def _unexpected_fits(self, peer: Any, length: int) -> bool:
-        """M2: room on the unexpected list for a message of ``length`` from ``peer``: within
+        """SES-M2: room on the unexpected list for a message of ``length`` from ``peer``: within
         the list's limits, and within half of them for any one peer (so one sender's messages
         cannot take the whole list from the others)."""
         c = self.config
@@ -494,7 +494,7 @@ class TargetSide:
             if p.matches(tagged, tag):
                 self._posted.remove(p)
                 return p
-        if not tagged and self.config.auto_receive:  # M7: a sink takes every untagged message
+        if not tagged and self.config.auto_receive:  # SES-M7: a sink takes every untagged message
             return Posted(self._handle(), None, None)
         return None
 
@@ -504,7 +504,7 @@ class TargetSide:
 
     def _on_send(self, nh: int, op: int, f: Mapping[str, Any], ext: Mapping[str, Any],
                  payload: bytes, peer: Any, mid: int, mo: int, rl: int, ref: Any) -> SesPacket | None:
-        key = (peer, field_int(f, "initiator"), mid)  # K1
+        key = (peer, field_int(f, "initiator"), mid)  # SES-K1
         rx = self._rx.get(key) if nh == NH_STD else None
         tagged = op in TAGGED_OPCODES
         first = rx is None
@@ -531,7 +531,7 @@ class TargetSide:
             else:
                 recv = self._match_posted(tagged, tag or 0)
             if rsp is None and recv is None:
-                if op in DEFERRABLE_OPCODES:  # M4
+                if op in DEFERRABLE_OPCODES:  # SES-M4
                     ttok = self._rng.randrange(1, 1 << 32)
                     while (peer, ttok) in self._deferred:
                         ttok = self._rng.randrange(1, 1 << 32)
@@ -541,7 +541,7 @@ class TargetSide:
                     rx.deferred = True
                     self.stats["deferred"] += 1
                     rsp = self._rsp(peer, mid, RC_NO_MATCH, ref)
-                elif self._unexpected_fits(peer, rl):  # M2
+                elif self._unexpected_fits(peer, rl):  # SES-M2
                     rx.unexpected = True
                     self._unexpected.append(rx)
                     self._unexpected_bytes += rl
@@ -551,7 +551,7 @@ class TargetSide:
                     rsp = self._fail(peer, mid, op, RC_NO_MATCH, ref, "no matching receive")
             elif recv is not None:
                 rx.recv = recv
-                if recv.capacity is not None and rl > recv.capacity:  # M3
+                if recv.capacity is not None and rl > recv.capacity:  # SES-M3
                     self._recv_too_long(recv, rx)
                     rx.failed = True
                     rsp = self._fail(peer, mid, op, RC_TOO_LONG, ref, "message longer than the receive")
@@ -563,7 +563,7 @@ class TargetSide:
                 return self._fail(peer, mid, op, RC_UNSUPPORTED_SIZE, ref, "message changed shape")
             return None
         rx.last = self._now
-        if rx.failed or rx.deferred:  # T8 / M4: nothing kept, packets counted by offset
+        if rx.failed or rx.deferred:  # SES-T8 / SES-M4: nothing kept, packets counted by offset
             if mo in rx.offsets:
                 self.stats["duplicate_packets"] += 1
                 return None
@@ -580,12 +580,12 @@ class TargetSide:
                 self.stats["duplicate_packets"] += 1
                 return None
             rx.got += new
-            if need and key in self._rx:  # R1: storage charged while the message is partial
+            if need and key in self._rx:  # SES-R1: storage charged while the message is partial
                 self.budget.charge(peer, need, force=True)
                 rx.charged += need
         if f.get("som") and f.get("hd"):  # header data rides on the SOM packet only (D.3)
             rx.header_data = field_int(f, "header_data")
-        if op in RENDEZVOUS_OPCODES and first and not rx.failed:  # M5: pull the rest
+        if op in RENDEZVOUS_OPCODES and first and not rx.failed:  # SES-M5: pull the rest
             rest = rl - len(payload)
             if rest > 0:
                 rx.pending_pull = rest
@@ -635,7 +635,7 @@ class TargetSide:
                                                *rx.ids))
 
     def _send_rtr(self, d: Deferred) -> None:
-        """M4: DEFERRABLE_RTR (0x0C) with both restart tokens, back to the initiator."""
+        """SES-M4: DEFERRABLE_RTR (0x0C) with both restart tokens, back to the initiator."""
         mid = self._mid()
         f = self._common(DEFERRABLE_RTR, message_id=mid, som=True, eom=True, request_length=0,
                          initiator_restart_token=d.itok, target_restart_token=d.ttok)

@@ -1,4 +1,4 @@
-"""The deterministic simulated fabric behind ``uet sim`` (design.md "Test beds" item 1)."""
+"""The deterministic simulated fabric behind ``uet sim`` (docs/design-notes.md "Test beds" item 1)."""
 
 from .simulator import SimConfig, Simulator, run
 

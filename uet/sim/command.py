@@ -1,4 +1,4 @@
-"""``uet sim``: one transfer through the simulated fabric in virtual time (design.md "Contracts").
+"""``uet sim``: one transfer through the simulated fabric in virtual time (docs/design-notes.md "Contracts").
 
 ``--topology paths:N`` (the default, ``--paths``) joins two hosts by N parallel paths and runs one
 transfer over them (:mod:`uet.sim.simulator`). ``--topology leafspine:H,T,S`` or ``fattree:K``
@@ -157,7 +157,7 @@ def add_fabric_arguments(g: Any) -> None:
                    help="ECN marking from LO to HI of the buffer (default 0.2,0.8, E.6)")
     g.add_argument("--ecn-point", choices=ECN_POINTS, default=ECN_POINT,
                    help="where a switch port reads its queue to mark CE (default dequeue, E.6; "
-                        "uet.net.ecn N2)")
+                        "uet.net.ecn NET-N2)")
     g.add_argument("--trim-victim", choices=TRIM_VICTIMS, default=TRIM_VICTIM,
                    help="which packet a full switch queue trims: either the arriving or the last "
                         "queued one, equal chance (default, E.6), or always the arriving one")
@@ -250,7 +250,7 @@ def replay_command(args: argparse.Namespace) -> str:
 
 
 def check_rtt(args: argparse.Namespace) -> None:
-    """C1 of uet.cliopts: ``--rtt`` parses as 0 or more (the live fabric takes 0), the simulator
+    """CLIOPTS-C1 of uet.cliopts: ``--rtt`` parses as 0 or more (the live fabric takes 0), the simulator
     needs a positive one (its NSCC and RCCC are built for a base RTT, its window is 1.5 BDP)."""
     if not args.rtt > 0:
         raise cliargs.UsageError(f"argument --rtt: {args.rtt:g}: the simulator needs a positive "

@@ -5,36 +5,36 @@ trimmed and forwarded hop by hop.
 
 The pieces (each in its own module): the topology (:mod:`uet.net.topology`: nodes, links, up-down
 routes), the ports (:mod:`uet.net.switch`: priority and data queues, store and forward), ECN and
-trimming (:mod:`uet.net.ecn` N1-N4: by default E.6's, on dequeue and either victim; ``ecn_point``
-and ``trim_victim`` choose the others), ECMP (:mod:`uet.net.ecmp` M2), the traffic
+trimming (:mod:`uet.net.ecn` NET-N1 to NET-N4: by default E.6's, on dequeue and either victim; ``ecn_point``
+and ``trim_victim`` choose the others), ECMP (:mod:`uet.net.ecmp` NET-M2), the traffic
 (:mod:`uet.sim.traffic`: incast, permutation, all-to-all, htsim matrices) and the flow metrics
 (:mod:`uet.sim.metrics`). This module builds them and runs the events.
 
 Defaults (issue 13, so that a bare command is the standard experiment): links of ``rate_gbps``
 and ``link_delay_us`` (1 us) each way; a buffer of one BDP per switch port, where the BDP is
 ``rate`` x the longest unloaded RTT of the topology (:func:`unloaded_rtt`); ECN from 20% to 80%
-of the buffer (E.6); trimming on, keeping ``trim_bytes`` (design.md: 256) of UDP payload; an ACK
+of the buffer (E.6); trimming on, keeping ``trim_bytes`` (docs/design-notes.md: 256) of UDP payload; an ACK
 every 16 KiB (C.3); NSCC (E.1) with REPS (E.5). A host's NIC is a port with an unbounded queue that
 never marks or trims (a host does not trim its own packets).
 
-ECMP (E.5): a switch with several up ports picks one by M2 of :mod:`uet.net.ecmp` (a hash of the
+ECMP (E.5): a switch with several up ports picks one by NET-M2 of :mod:`uet.net.ecmp` (a hash of the
 frame's own 5-tuple, salted per switch), as every switch of every driver does.
 
-CSIG (uet-facts E.4; the tag and its rules C1-C4 are uet.cms.csig's, the port's S5-S6 switch.py's),
+CSIG (facts E.4; the tag and its rules CMS-C1 to CMS-C4 are uet.cms.csig's, the port's NET-S5 to NET-S6 switch.py's),
 with ``csig`` set to a signal type's name (choices where the facts are silent):
 
-  F1  every data request a host sends (DSCP not 46) carries a tag, starting at the neutral value
+  SIM-F1  every data request a host sends (DSCP not 46) carries a tag, starting at the neutral value
       (C3); ACKs, NACKs and control packets carry none: they report, they are not reported on
       (and CSIG steers the requests' paths, E.4, E.5). The tag is on the wire: its 4 bytes count
       in the queues and the link time.
-  F2  every switch port stamps (S6) with the fabric's one scale (C2: full scale ``csig_abw_gbps``,
+  SIM-F2  every switch port stamps (NET-S6) with the fabric's one scale (CMS-C2: full scale ``csig_abw_gbps``,
       by default the link rate) and the switch's locator (its index in the topology mod 128); a
       host's NIC does not (E.4: the switches signal).
-  F3  the receiving host gets the UDP payload as without CSIG and the tag's 16 bits beside it
-      (``Host.receive_datagram(csig=)``); its PDS reflects them (C4) because the hosts are given
+  SIM-F3  the receiving host gets the UDP payload as without CSIG and the tag's 16 bits beside it
+      (``Host.receive_datagram(csig=)``); its PDS reflects them (CMS-C4) because the hosts are given
       ``PdsConfig.csig``; senders choose EVs with :func:`uet.multipath.csig_selector` around the
       ``spray`` policy (``csig_selector`` overrides its K-rule parameters). NSCC's CSIG variant
-      (uet.cms.nscc V1-V3) is on with ``nscc={"csig": True}``: not by default, so that a run
+      (uet.cms.nscc CMS-V1 to CMS-V3) is on with ``nscc={"csig": True}``: not by default, so that a run
       with CSIG differs from one without only in the paths chosen. A pcap shows the tag as a
       real L2 tag (TPID ``csig_ethertype``): at send time with the neutral value, and again at
       arrival when a switch changed it.
@@ -99,9 +99,9 @@ class FabricSimConfig:
     ecn_lo: float = 0.2                      # E.6: marking starts at 20% of the buffer ...
     ecn_hi: float = 0.8                      # ... and reaches 1 at 80%
     trimming: bool = True
-    trim_bytes: int = 256                    # design.md "Defaults"
-    ecn_point: str = ECN_POINT               # uet.net.ecn N2: "dequeue" (E.6) | "enqueue"
-    trim_victim: str = TRIM_VICTIM           # uet.net.ecn N4: "either" (E.6) | "arriving"
+    trim_bytes: int = 256                    # docs/design-notes.md "Defaults"
+    ecn_point: str = ECN_POINT               # uet.net.ecn NET-N2: "dequeue" (E.6) | "enqueue"
+    trim_victim: str = TRIM_VICTIM           # uet.net.ecn NET-N4: "either" (E.6) | "arriving"
     cc: str = "nscc"                         # nscc | fixed
     spray: str = "reps"                      # reps | oblivious | rr | random | single
     entropy_values: int = 64
@@ -113,12 +113,12 @@ class FabricSimConfig:
     time_limit_s: float = 10.0
     nscc: dict[str, Any] = field(default_factory=dict)  # NsccParams overrides
     pds: dict[str, Any] = field(default_factory=dict)   # PdsConfig overrides
-    csig: str | None = None                  # F1-F3: a name of uet.cms.csig.TYPE_BY_NAME; None off
+    csig: str | None = None                  # SIM-F1 to SIM-F3: a name of uet.cms.csig.TYPE_BY_NAME; None off
     csig_ethertype: int = CSIG_ETHERTYPE     # the tag's TPID in pcaps (E.4: not fixed)
-    csig_interval_us: float = CSIG_INTERVAL * 1e6   # S5: the ports' utilisation time constant
-    csig_abw_gbps: float | None = None       # C2 full scale of ABW; None: rate_gbps (F2)
-    csig_delay_unit_us: float | None = None  # C2 delay bucket; None: uet.cms.csig.Scale's
-    csig_selector: dict[str, Any] = field(default_factory=dict)  # CsigSelector overrides (F3)
+    csig_interval_us: float = CSIG_INTERVAL * 1e6   # NET-S5: the ports' utilisation time constant
+    csig_abw_gbps: float | None = None       # C2 full scale of ABW; None: rate_gbps (SIM-F2)
+    csig_delay_unit_us: float | None = None  # CMS-C2 delay bucket; None: uet.cms.csig.Scale's
+    csig_selector: dict[str, Any] = field(default_factory=dict)  # CsigSelector overrides (SIM-F3)
     ses_header: str = "auto"                 # SesConfig.ses_header ("standard": A.1)
 
 
@@ -186,12 +186,12 @@ class FabricSimulator:
             raise TrafficError("the traffic has no flows")
         self.rng = random.Random(cfg.seed)
         self.csig = self._csig_type(cfg.csig)
-        scale: dict[str, float] = {"abw_full_gbps": cfg.csig_abw_gbps or cfg.rate_gbps}  # F2
+        scale: dict[str, float] = {"abw_full_gbps": cfg.csig_abw_gbps or cfg.rate_gbps}  # SIM-F2
         if cfg.csig_delay_unit_us is not None:
             scale["delay_unit_s"] = cfg.csig_delay_unit_us * 1e-6
         self.csig_scale = Scale(**scale)
         self._neutral = neutral(self.csig) if self.csig is not None else None
-        self.selectors: list[Any] = []  # F3: the CSIG selectors the hosts built, for the summary
+        self.selectors: list[Any] = []  # SIM-F3: the CSIG selectors the hosts built, for the summary
         self.pcap: PcapWriter | None = None
         if pcap is not None:
             self.attach_pcap(pcap)
@@ -222,7 +222,7 @@ class FabricSimulator:
 
     def attach_pcap(self, fh: Any) -> None:
         """Capture every frame a host sends, at its send time, and every frame the switches
-        changed (trimmed, CE-marked, its CSIG tag replaced: F3) again as it arrives."""
+        changed (trimmed, CE-marked, its CSIG tag replaced: SIM-F3) again as it arrives."""
         self.pcap = PcapWriter(fh)
 
     @staticmethod
@@ -245,14 +245,14 @@ class FabricSimulator:
                   window_bytes=window, ack_per_packet=cfg.ack_per_packet)
         pc.update(pds_overrides(cfg.cc, rate_gbps=cfg.rate_gbps, base_rtt=self.base_rtt,
                                 window_bytes=window, trimming=cfg.trimming, nscc=params))
-        if self.csig is not None:  # F3
+        if self.csig is not None:  # SIM-F3
             pc["csig"] = self.csig  # the PDS's side of C4
             pc["entropy_factory"] = self._csig_entropy
         pc.update(cfg.pds)
         return PdsConfig(**pc)
 
     def _csig_entropy(self, pc: PdsConfig, rng: random.Random) -> Any:
-        """F3: the ``spray`` policy inside a CSIG selector (K1-K5 of uet.multipath.csig)."""
+        """SIM-F3: the ``spray`` policy inside a CSIG selector (MULTIPATH-K1 to MULTIPATH-K5 of uet.multipath.csig)."""
         sel = csig_selector(make_selector(pc.spray, pc.entropy_values, rng), t=self.csig,
                             scale=self.csig_scale, **self.cfg.csig_selector)
         self.selectors.append(sel)
@@ -281,7 +281,7 @@ class FabricSimulator:
         self.switches = switches
         kmin, kmax = int(cfg.ecn_lo * self.buffer), max(int(cfg.ecn_hi * self.buffer),
                                                         int(cfg.ecn_lo * self.buffer) + 1)
-        locator = {name: i % 128 for i, name in enumerate(topo.switches)}  # F2
+        locator = {name: i % 128 for i, name in enumerate(topo.switches)}  # SIM-F2
         tagged = self.csig is not None
 
         def port(a: str, b: str, peer: Any, *, nic: bool = False) -> Port:
@@ -370,7 +370,7 @@ class FabricSimulator:
     def _at_switch(self, now: float, sw: _Switch, pkt: Packet) -> None:
         port = sw.down.get(pkt.dst)
         if port is None:
-            port = pick(sw.up, pkt.key, sw.salt)  # ECMP (uet.net.ecmp M2)
+            port = pick(sw.up, pkt.key, sw.salt)  # ECMP (uet.net.ecmp NET-M2)
         if port.enqueue(pkt, now) and not port.busy:
             self._transmit(port, now)
 
@@ -378,7 +378,7 @@ class FabricSimulator:
         frame = pkt.frame
         bits = pkt.csig
         if bits is not None:
-            frame = strip_tag(frame)[0]  # F3: the tag's bits travel in pkt.csig
+            frame = strip_tag(frame)[0]  # SIM-F3: the tag's bits travel in pkt.csig
         if pkt.trimmed:
             frame = trim(frame, self.cfg.trim_bytes)
         if pkt.ce:
@@ -424,7 +424,7 @@ class FabricSimulator:
                     data_keys.add(key)
                 if tag is None or control:
                     pkt = Packet(frame, dst, key, control, ect)
-                else:  # F1
+                else:  # SIM-F1
                     frame = insert_tag(frame, tag, self.cfg.csig_ethertype)
                     pkt = Packet(frame, dst, key, control, ect, csig=tag)
                 if pcap is not None:

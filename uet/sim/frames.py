@@ -4,7 +4,7 @@ The frames are byte-for-byte what :func:`uet.wire.build.udp_frame` builds (fixed
 administered MACs, IPv4 DF, TTL 64, identification 0, UDP checksum 0) - the tests check that -
 but precomputed per address pair, because the simulator frames every datagram.
 
-A CSIG tag (uet-facts E.4, uet.cms.csig C1) is an L2 tag between the MAC addresses and the
+A CSIG tag (facts E.4, uet.cms.csig CMS-C1) is an L2 tag between the MAC addresses and the
 EtherType, as an 802.1Q tag is: :func:`insert_tag` puts the TPID and the 16 tag bits after the
 12 MAC bytes (the frame's own EtherType follows as the inner one), :func:`strip_tag` takes them out.
 """
@@ -139,7 +139,7 @@ def set_ce(frame: bytes) -> bytes:
 
 
 def trim(frame: bytes, keep: int = 256) -> bytes:
-    """design.md "Defaults": keep the first ``keep`` bytes of the UDP payload, DSCP 11."""
+    """docs/design-notes.md "Defaults": keep the first ``keep`` bytes of the UDP payload, DSCP 11."""
     return _wire_trim(frame, keep)
 
 

@@ -1,4 +1,4 @@
-"""The in-process simulated fabric (design.md "Test beds" 1): virtual time, deterministic from a
+"""The in-process simulated fabric (docs/design-notes.md "Test beds" 1): virtual time, deterministic from a
 seed, links that carry encoded Ethernet/IPv4/UDP frames.
 
 Topology: host A (initiator, 10.0.0.1) and host B (target, 10.0.0.2) joined by ``paths`` parallel
@@ -12,7 +12,7 @@ Capture (``pcap``): every frame a host puts on a link, at its send time, exactly
 every frame the fabric changed (trimmed, CE-marked, corrupted, duplicated), again at its arrival
 time with the changed bytes.
 
-Trimming (design.md "Defaults"): only data packets (DSCP not 46) with more than 256 bytes of UDP
+Trimming (docs/design-notes.md "Defaults"): only data packets (DSCP not 46) with more than 256 bytes of UDP
 payload; the first 256 bytes are kept and the DSCP becomes 11.
 
 The event loop is a heap of (time, seq, host, header, payload, flags): a frame in flight as its 42
@@ -26,7 +26,7 @@ Hosts: each is a :class:`uet.host.Host` (PDS, RUDI, UUD and the SES); A runs the
 ends when they are complete and every PDC is closed, and ``ok`` is the workload's check (messages,
 target memory, read data or tagged receives by hash; atomics against a model).
 
-Cost (design.md "Performance"): the payload to send and its expected digests are made when the
+Cost (docs/design-notes.md "Performance"): the payload to send and its expected digests are made when the
 simulator is built; ``run`` (and ``wall_time_s``) covers the transfer and the check of what arrived.
 The 42 header bytes of a frame are cached per (addresses, ports, DSCP, ECN, length), and the
 metadata of an arriving frame per its 42 header bytes (the same parse, memoized); a
@@ -80,7 +80,7 @@ class SimConfig(NetConfig):
     drop_psns: tuple[int, ...] = ()          # drop the first copy of these data packets (by index)
     time_limit_s: float = 10.0
     pds: dict[str, Any] = field(default_factory=dict)  # PdsConfig overrides
-    security: Any = None  # a uet.tss.SecurityConfig: both hosts protect every datagram (H5)
+    security: Any = None  # a uet.tss.SecurityConfig: both hosts protect every datagram (HOST-H5)
     ses_header: str = "auto"  # SesConfig.ses_header: "standard" for the reference provider (A.1)
 
 
@@ -167,7 +167,7 @@ class Simulator:
 
     def _host(self, addr: str, pc: PdsConfig, k: int) -> Host:
         seed = self.cfg.seed * 2 + k
-        # M7 of uet/ses/target.py: plain SENDs land in receives posted for them
+        # SES-M7 of uet/ses/target.py: plain SENDs land in receives posted for them
         ses = SesConfig(mtu=min(self.cfg.mtu, pc.mtu), seed=seed & 0xFFFFFFFF, auto_receive=True,
                         ses_header=self.cfg.ses_header)
         security = self.cfg.security
@@ -364,7 +364,7 @@ class Simulator:
             trimmed=net["trimmed"], dropped=net["dropped"] + self.scripted_drops,
             ecn_marked=net["ce_marked"], nacks=merge_nacks((b.ep.nacks_sent, a.ep.nacks_sent)),
             paths_used=len(self.paths_used), seed=cfg.seed, op=cfg.op, mode=cfg.mode, sent=n,
-            # delivered (design.md): messages (sends), operations completed (SES), or datagrams
+            # delivered (docs/design-notes.md): messages (sends), operations completed (SES), or datagrams
             # handed up, duplicates included (UUD: ok means what arrived is intact)
             delivered=wl.delivered,
             target_retransmissions=sb["retransmissions"],  # B also sends: read data, reverse PDCs

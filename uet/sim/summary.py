@@ -1,8 +1,8 @@
-"""The one summary builder of a transfer run (design.md "Contracts": ``uet sim --json``): the keys
+"""The one summary builder of a transfer run (docs/design-notes.md "Contracts": ``uet sim --json``): the keys
 every run reports, whatever carried it - the two-host fabric (``--topology paths:N``), the
 switched ones (``leafspine``, ``fattree``) or the live loopback fabric of ``uet demo``.
 
-:data:`CONTRACT_KEYS` are design.md's list: ``ok``, ``bytes``, ``sim_time_s``, ``wall_time_s``,
+:data:`CONTRACT_KEYS` are docs/design-notes.md's list: ``ok``, ``bytes``, ``sim_time_s``, ``wall_time_s``,
 ``goodput_gbps``, ``packets_sent``, ``retransmissions``, ``spurious_retransmissions``,
 ``trimmed``, ``dropped``, ``ecn_marked``, ``nacks``, ``paths_used``, ``seed``, and ``op``,
 ``mode``, ``sent``, ``delivered``, ``target_retransmissions``. :func:`transfer_summary` takes

@@ -2,7 +2,7 @@
 and the check of what arrived. ``ok`` needs every operation complete and the result right:
 
 * ``send`` over RUD or ROD: the ``--bytes`` as ``--messages`` SENDs (D.1) into B's automatically
-  posted receives (M7 of uet/ses/target.py); every message must arrive once, intact (CRC-32C
+  posted receives (SES-M7 of uet/ses/target.py); every message must arrive once, intact (CRC-32C
   digest, then byte for byte), ROD in the order sent (C.8), RUD in any order.
 * ``write``: the ``--bytes`` are written in ``--messages`` writes into B's region; B's memory must
   equal what was written (CRC-32C, then byte for byte).
@@ -18,11 +18,11 @@ and the check of what arrived. ``ok`` needs every operation complete and the res
   datagram B got is one that was sent, intact; some may be lost and some may come twice
   (``delivered`` counts every datagram handed up, duplicates included; ``duplicates`` those). A
   UUD datagram carries no PSN (B.14), so a receiver cannot tell a copy the network made from a
-  second datagram with the same bytes: UUD delivers duplicates (choice, uet-facts C.8: no
+  second datagram with the same bytes: UUD delivers duplicates (choice, facts C.8: no
   reliability at all).
 
 ``--mode rudi`` (write and read only: C.8 idempotent operations) and ``--mode uud`` carry
-single-packet requests (H2 of uet/host.py), so the simulator cuts the bytes into messages of at
+single-packet requests (HOST-H2 of uet/host.py), so the simulator cuts the bytes into messages of at
 most ``mtu`` bytes (more messages than ``--messages`` when needed).
 """
 

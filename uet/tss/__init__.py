@@ -1,4 +1,4 @@
-"""Transport security (TSS, uet-facts.md B.15 and F) as a sans-IO layer below the PDS.
+"""Transport security (TSS, docs/facts.md B.15 and F) as a sans-IO layer below the PDS.
 
 This package owns the TSS security header on the wire, AES-256-GCM protection with the 16-byte
 tag as the packet trailer, the SP 800-108 KDF of cluster and server modes, the sender's TSC and

@@ -3,10 +3,10 @@ layer's ``decrypt``): the stateless side of uet.tss.layer (:func:`uet.tss.open_f
 Wireshark decrypts TLS with a key log. No replay window and no counters: a capture is read, not
 served.
 
-  K1  F: a frame opens when its tag verifies under the key for the SDI it names; ``sdi=None``
+  TSS-K1  F: a frame opens when its tag verifies under the key for the SDI it names; ``sdi=None``
       takes the key for whatever SDI a frame names (one key file, one domain, whatever its
       index). Server mode tries either end as the client (open_frame).
-  K2  a frame that arrived trimmed (DSCP 11) has lost its tag: its surviving bytes are decrypted
+  TSS-K2  a frame that arrived trimmed (DSCP 11) has lost its tag: its surviving bytes are decrypted
       without authentication and marked so, as the receiver reads them to answer NACK TRIMMED.
 """
 
@@ -32,7 +32,7 @@ def _address(raw: bytes) -> str:
 
 def opener_for_key(key: bytes, *, sdi: int | None = None, mode: str = "direct",
                    aad: str = "addresses", kdf_length_bits: int = LENGTH_BITS_DEFAULT) -> Opener:
-    """An :data:`Opener` for one key (K1, K2)."""
+    """An :data:`Opener` for one key (TSS-K1, TSS-K2)."""
     if sdi is not None:
         SecureDomain(sdi=sdi, key=key, mode=mode)  # a ValueError now, not per frame
 

@@ -1,4 +1,4 @@
-"""AES-256-GCM for TSS packets (uet-facts.md F: Cipher, IV) as pure functions.
+"""AES-256-GCM for TSS packets (docs/facts.md F: Cipher, IV) as pure functions.
 
 Owns the IV construction, sealing and opening with the 16-byte tag, and the unauthenticated
 decryption of a packet prefix (for trimmed packets, whose tag is gone). Keys are plain bytes; the

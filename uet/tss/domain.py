@@ -1,7 +1,7 @@
 """Secure domains and the TSS configuration, validated on construction.
 
 Owns the description of what a TSS endpoint is configured with: its secure-domain table (SDI,
-key, mode, AN, SSI, role; uet-facts.md B.15 and F: Modes, SSI / SDI) and the receive-check and
+key, mode, AN, SSI, role; docs/facts.md B.15 and F: Modes, SSI / SDI) and the receive-check and
 rekey parameters (F: Rekey, Receive checks). Every invalid value raises ``ValueError`` with a
 message a CLI can print as it is.
 

@@ -1,4 +1,4 @@
-"""The TSS key derivation function (uet-facts.md F: KDF, KDF context).
+"""The TSS key derivation function (docs/facts.md F: KDF, KDF context).
 
 Owns the NIST SP 800-108 counter-mode KDF with AES-256-CMAC as its PRF, the two labels of the
 derived modes and the two context layouts. Nothing here keeps state or knows about packets.

@@ -1,7 +1,7 @@
 """Secure-domain key files, demo keys from a seed, and the per-process epoch store.
 
 Owns everything TSS reads from or writes to disk. The key file format is the issue's: the
-32-byte AES-256 key (uet-facts.md F: Cipher) as 64 hex digits, a trailing newline allowed.
+32-byte AES-256 key (docs/facts.md F: Cipher) as 64 hex digits, a trailing newline allowed.
 
 Rules:
 

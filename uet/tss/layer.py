@@ -1,6 +1,6 @@
 """The TSS layer: protect outgoing UET packets, check and open incoming ones (sans-IO).
 
-Owns the security header on the wire (uet-facts.md B.15), the per-packet key, IV and AAD (F), the
+Owns the security header on the wire (docs/facts.md B.15), the per-packet key, IV and AAD (F), the
 sender's TSC, and the order of the receive checks with their drop counters. It sits below the
 PDS: ``protect`` takes the PDS bytes (PDS header, SES, payload; no trailer) and returns the
 security header, the ciphertext and the 16-byte tag, which takes the CRC trailer's place (A.3);
@@ -38,7 +38,7 @@ Rules:
    from the same address as the sender, so it must take its own epoch from the store. Distinct
    senders behind one SSI, or a server-mode SSI used by client and server in one epoch, are
    configuration errors this layer cannot see.
-6. choice (trimmed packets: DSCP 11, design.md "Defaults", checked before the header is): the tag
+6. choice (trimmed packets: DSCP 11, docs/design-notes.md "Defaults", checked before the header is): the tag
    is gone, so nothing can be authenticated. ``trimmed="nack"`` (default) decrypts the bytes that
    survived (cipher rule 3) and returns them with ``trimmed=True`` so the PDS can read the PSN
    (untrusted) and answer NACK TRIMMED; the caller delivers nothing from it, and no state
@@ -219,7 +219,7 @@ class TssLayer:
         dom, cfg = self._send, self.config
         src, dst = address_bytes(meta.src), address_bytes(meta.dst)
         if dom.ssi is None and len(src) == 16 and dom.mode != "cluster":
-            raise ValueError(f"TSS {dom.mode} mode over IPv6 needs an SSI (uet-facts F: SSI / SDI)")
+            raise ValueError(f"TSS {dom.mode} mode over IPv6 needs an SSI (facts F: SSI / SDI)")
         header = pack_header(sdi=dom.sdi, an=dom.an, ssi=dom.ssi, epoch=cfg.epoch, tsc=tsc)
         client = src if dom.role == "client" else dst
         key, iv = key_and_iv(dom, sdi=dom.sdi, ssi=dom.ssi, epoch=cfg.epoch, tsc=tsc, sender=src,

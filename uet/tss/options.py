@@ -2,17 +2,17 @@
 ``uet demo``, ``uet sim``) and the :class:`SecurityConfig` they make: one place for the flags,
 their help and their one-line errors.
 
-  O1  ``--sd-key FILE`` alone turns TSS on (issue 18): the file holds the 32-byte secure-domain
+  TSS-O1  ``--sd-key FILE`` alone turns TSS on (issue 18): the file holds the 32-byte secure-domain
       key as 64 hex digits, and is refused when group or others may read it (uet.tss.keys).
-  O2  ``--sdi N`` (default 1) names the secure domain (24 bits, B.15); ``--tss-mode`` picks
+  TSS-O2  ``--sdi N`` (default 1) names the secure domain (24 bits, B.15); ``--tss-mode`` picks
       direct, cluster or server (F; default direct: the key as it is, no derivation).
-  O3  every process that sends takes a fresh epoch from ``--epoch-file`` (default: the key
+  TSS-O3  every process that sends takes a fresh epoch from ``--epoch-file`` (default: the key
       file's name with ``.epoch`` added), so no IV repeats across runs with one key
       (uet.tss.keys.EpochStore); a command that makes its own key (``--tss`` without
       ``--sd-key``: the simulator, the demo) gives the epoch itself.
-  O4  ``--tss-aad`` (default ``addresses``): what the AAD holds in UDP mode, where the facts give
+  TSS-O4  ``--tss-aad`` (default ``addresses``): what the AAD holds in UDP mode, where the facts give
       no rule (H.2); see uet.tss.layer.
-  O5  ``--tss-kdf-l 16|32`` (default 16): the width of the KDF's output-length field in cluster
+  TSS-O5  ``--tss-kdf-l 16|32`` (default 16): the width of the KDF's output-length field in cluster
       and server modes, where the reference provider's trees disagree (H.1 #18; uet.tss.kdf
       rule 2); 16 interoperates with its 1.0 code.
 """
@@ -44,8 +44,8 @@ def sdi(text: str) -> int:
 
 
 def add_tss_arguments(p: argparse.ArgumentParser, *, own_key: bool = False) -> None:
-    """O1-O4 on ``p``; ``own_key``: the command also takes ``--tss`` (a key made from its seed)."""
-    g = p.add_argument_group("transport security (TSS, uet-facts B.15 and F)")
+    """TSS-O1 to TSS-O4 on ``p``; ``own_key``: the command also takes ``--tss`` (a key made from its seed)."""
+    g = p.add_argument_group("transport security (TSS, facts B.15 and F)")
     if own_key:
         g.add_argument("--tss", action="store_true",
                        help="protect the whole transfer with TSS; without --sd-key the key is made "
@@ -72,12 +72,12 @@ def add_tss_arguments(p: argparse.ArgumentParser, *, own_key: bool = False) -> N
 
 
 def add_kdf_width_argument(g: Any) -> None:
-    """O5 on a parser or argument group (also used by the commands that read captures)."""
+    """TSS-O5 on a parser or argument group (also used by the commands that read captures)."""
     g.add_argument("--tss-kdf-l", type=int, choices=LENGTH_BITS_CHOICES,
                    default=LENGTH_BITS_DEFAULT, metavar="{16,32}", dest="tss_kdf_l",
                    help="bits of the KDF's output-length field [L] in cluster and server modes: 16 "
                         "as the UEC reference provider's 1.0 code (default), or 32 as its older "
-                        "in-kernel KDF (uet-facts F, H.1 #18); direct mode is unaffected")
+                        "in-kernel KDF (facts F, H.1 #18); direct mode is unaffected")
 
 
 def tss_wanted(args: argparse.Namespace) -> bool:
@@ -87,7 +87,7 @@ def tss_wanted(args: argparse.Namespace) -> bool:
 def security_from_args(args: argparse.Namespace, *, role: str = "client",
                        key: bytes | None = None, epoch: int | None = None) -> SecurityConfig | None:
     """The :class:`SecurityConfig` the options ask for (None when TSS is off). ``key`` and
-    ``epoch`` come from the command when it made its own key (O3); otherwise the key is read
+    ``epoch`` come from the command when it made its own key (TSS-O3); otherwise the key is read
     from ``--sd-key`` and the epoch taken from the epoch file. Raises
     :class:`uet.cliargs.UsageError` with one line for a key or epoch file that cannot be used."""
     if not tss_wanted(args):
@@ -119,7 +119,7 @@ def summary(config: SecurityConfig | None) -> dict[str, Any] | None:
 
 def own_security(args: argparse.Namespace, *, seed: int, capture: str | None,
                  role: str = "client") -> SecurityConfig | None:
-    """O3 for a command that may make its own key (``uet sim --tss``, ``uet demo --tss``): the
+    """TSS-O3 for a command that may make its own key (``uet sim --tss``, ``uet demo --tss``): the
     ``--sd-key`` file when given (with an epoch from its epoch file), else a key made from
     ``seed`` with the epoch taken from the seed too (the same run again is the same packets),
     written beside ``capture`` as ``CAPTURE.key`` so that the capture decodes with it."""

@@ -1,6 +1,6 @@
 """Receive-side TSS state: replay windows, epoch ages and authentication-failure limits.
 
-Owns the per-source bookkeeping a TSS receiver keeps (uet-facts.md F: Counter rules, Receive
+Owns the per-source bookkeeping a TSS receiver keeps (docs/facts.md F: Counter rules, Receive
 checks). Every check here is split into a read-only ``check`` and a ``commit``/``record`` that
 changes state, so that the layer can refuse a packet before spending a decryption on it and
 still change nothing unless the packet authenticated.
@@ -10,7 +10,7 @@ Rules:
 1. F: Counter rules (the TSC never repeats) - choice: a sliding bitmap window over the 48-bit
    TSC, one per (SDI, AN, source identity, epoch). A TSC above the highest seen slides the
    window; one inside it is a replay when its bit is set; one below it is too old. The default
-   size of 4096 packets is larger than any window the PDS keeps in flight (design.md: 256 in the
+   size of 4096 packets is larger than any window the PDS keeps in flight (docs/design-notes.md: 256 in the
    prototype; NSCC may open it further), so a genuine packet that spraying over many paths
    reorders, or that the fabric delays behind a whole window of later ones, is never taken for a
    replay or for too old. The TSC is per sender and per SD, shared by every PDC the sender runs,

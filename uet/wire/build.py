@@ -2,8 +2,8 @@
 
 The header chain follows the same rules the decoder reads (:mod:`uet.wire.packet`): the PDS header
 is chosen by ``type`` (B.1), the SES header by ``next_hdr`` (B.2) and the SES extension by opcode
-(D.5, D.6). Frames use the fixed, locally administered MACs of design.md; UDP checksum 0 and the
-CRC-32C trailer by default (design.md "Defaults").
+(D.5, D.6). Frames use the fixed, locally administered MACs of docs/design-notes.md; UDP checksum 0 and the
+CRC-32C trailer by default (docs/design-notes.md "Defaults").
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .trailer import TRAILER_LEN, CrcContext, roce_icrc_bytes, with_trailer
 
 SRC_MAC = bytes.fromhex("020000000001")  # locally administered (bit 1 of the first octet)
 DST_MAC = bytes.fromhex("020000000002")
-DSCP_DEFAULT = DSCP_DATA  # A.2, design.md "Defaults" (uet.wire.enums)
+DSCP_DEFAULT = DSCP_DATA  # A.2, docs/design-notes.md "Defaults" (uet.wire.enums)
 
 
 def uet_bytes(pds: Mapping[str, Any], ses: Mapping[str, Any] | None = None,
@@ -99,7 +99,7 @@ def udp_frame(payload: bytes, *, src: str = "10.0.0.1", dst: str = "10.0.0.2", s
               dport: int = UET_UDP_PORT, dscp: int = DSCP_DEFAULT, ecn: int = ECT0, ttl: int = 64,
               trailer: bool = True, ethernet: bool = True) -> bytes:
     """Ethernet/IP/UDP frame around a UET packet; with ``trailer`` the CRC-32C trailer is appended
-    over the coverage of uet-facts A.3 / design.md (the UDP length counts it). A TSS packet never
+    over the coverage of facts A.3 / docs/design-notes.md (the UDP length counts it). A TSS packet never
     gets one: its 16-byte ICV, part of ``payload``, replaces the CRC (A.3, F)."""
     if payload and payload[0] >> 3 == 1:
         trailer = False
@@ -152,7 +152,7 @@ def ethernet_header(ip: bytes, ethernet: bool) -> bytes:
 
 
 def trim(frame: bytes, keep: int = 256, *, ethernet: bool = True) -> bytes:
-    """What a trimming switch does (C.6, design.md "Defaults"): keep the first ``keep`` bytes of the
+    """What a trimming switch does (C.6, docs/design-notes.md "Defaults"): keep the first ``keep`` bytes of the
     UDP payload, rewrite the DSCP to 11, fix the lengths and the IPv4 checksum."""
     off = 14 if ethernet else 0
     ip = bytearray(frame[off:])

@@ -113,7 +113,7 @@ def display_value(disp: str, v: Any) -> Any:
 
 
 def _compile_json(header: Header, placed: tuple[Placed, ...]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-    """The JSON object of a whole decoded variant (design.md contract; see render.header_json)."""
+    """The JSON object of a whole decoded variant (docs/design-notes.md contract; see render.header_json)."""
     ns: dict[str, Any] = {"_display": display_value}
     parts = []
     names = set()

@@ -1,4 +1,4 @@
-"""Every value table of the wire formats, named as uet-facts.md names them.
+"""Every value table of the wire formats, named as docs/facts.md names them.
 
 UET: packet types (B.1), next headers (B.2), ACK request (B.4), CC types (B.8), NACK codes (B.11),
 control types (B.12), SES request opcodes (D.1), response opcodes and lists (D.7), return codes
@@ -127,12 +127,12 @@ AETH_NAK_CODE = Enum("aeth_nak", {
 ECN = Enum("ecn", {0: "Not-ECT", 1: "ECT(1)", 2: "ECT(0)", 3: "CE"}, ref="A.2")
 #: A.2: the ECN code points by name (the one definition; every module imports these)
 NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
-#: A.2, design.md "Defaults": the DSCP classes of data, of ACKs/NACKs/control, and of a trimmed
+#: A.2, docs/design-notes.md "Defaults": the DSCP classes of data, of ACKs/NACKs/control, and of a trimmed
 #: packet (C.6: a switch that trims rewrites the DSCP to this)
 DSCP_DATA, DSCP_CONTROL, DSCP_TRIMMED = 0, 46, 11
 
 # --- CSIG (E.4) -------------------------------------------------------------------------------
-# The signal types of the CSIG tag's t field, as E.4 lists them. uet.cms.csig (C1) holds the same
+# The signal types of the CSIG tag's t field, as E.4 lists them. uet.cms.csig (CMS-C1) holds the same
 # table under lower-case names for the CMS code; it cannot be imported here, because uet.cms imports
 # uet.wire (an import the other way would make a circle), so a test pins the two together.
 CSIG_TYPE = Enum("csig_type", {0: "ABW", 1: "ABW/C", 2: "DELAY", 3: "NQD"}, ref="E.4")
@@ -179,7 +179,7 @@ _CTL = {name: code for code, name in CTL_TYPE.table.items()}
 #: B.11 by name, e.g. NACK_BY_NAME["TRIMMED"] == 0x01
 NACK_BY_NAME = {name: code for code, name in NACK_CODE.table.items()}
 #: B.11 0x01-0x03, C.6: the NACKs saying a packet was trimmed - congestion, not an error (the
-#: PDS's trim budget, I10 of uet/pds/initiator.py)
+#: PDS's trim budget, PDS-I10 of uet/pds/initiator.py)
 TRIM_CODES = frozenset(NACK_BY_NAME[n] for n in ("TRIMMED", "TRIMMED_LASTHOP", "TRIMMED_ACK"))
 #: B.11 0x01, 0x02: the subset that answers a trimmed *request* (our own packet on the forward
 #: path); 0x03 answers a trimmed read-data ACK, the peer's packet on the reverse path. What NSCC

@@ -1,13 +1,13 @@
-"""Native-IP framing (uet-facts A.1 "Native IP", A.3): UET directly in IP protocol 253 behind
+"""Native-IP framing (facts A.1 "Native IP", A.3): UET directly in IP protocol 253 behind
 the 4-byte entropy header, and its translation from and to the UDP form (the UET bytes with the
 trailer of a UDP 5-tuple whose source port is the EV), in which the rest of the project speaks.
 
-  I1  UDP form -> IP payload: the entropy header (the EV, reserved 0), the UET bytes, and a
+  WIRE-I1  UDP form -> IP payload: the entropy header (the EV, reserved 0), the UET bytes, and a
       CRC-32C trailer over the IP source and destination addresses and the IP payload before it
       (A.3's native-IP coverage: what :func:`uet.wire.build.native_ip_frame` builds). A TSS
       packet (B.15) carries no trailer: its ICV covers F's native-IP AAD (addresses, the entropy
       header, the security header).
-  I2  IP payload -> UDP form, the EV as the source port and the UET port as the destination
+  WIRE-I2  IP payload -> UDP form, the EV as the source port and the UET port as the destination
       port; a trailer that does not verify comes out as one that does not verify either.
 """
 
@@ -51,7 +51,7 @@ def entropy_of(payload: bytes | bytearray | memoryview) -> int:
 
 
 def to_ip_payload(data: bytes | bytearray | memoryview, *, src: str, dst: str, ev: int) -> bytes:
-    """I1: the IP payload for the UDP-form datagram ``data`` from ``src`` to ``dst`` with entropy
+    """WIRE-I1: the IP payload for the UDP-form datagram ``data`` from ``src`` to ``dst`` with entropy
     value ``ev``."""
     head = entropy_header(ev)
     if _is_tss(data):
@@ -62,7 +62,7 @@ def to_ip_payload(data: bytes | bytearray | memoryview, *, src: str, dst: str, e
 
 def from_ip_payload(payload: bytes | bytearray | memoryview, src: str, dst: str,
                     uet_port: int) -> tuple[bytes, int] | None:
-    """I2: (the datagram in UDP form: its trailer that of (``src``, ``dst``, the EV, ``uet_port``)
+    """WIRE-I2: (the datagram in UDP form: its trailer that of (``src``, ``dst``, the EV, ``uet_port``)
     when the native trailer verifies, else one that does not verify either; the EV), or None
     when ``payload`` is shorter than the entropy header."""
     n = len(payload)
@@ -98,7 +98,7 @@ def parse_ipv4(pkt: bytes) -> tuple[str, str, int, memoryview] | None:
 
 def to_ip_payload_as_is(data: bytes | bytearray | memoryview, *, src: str, dst: str, ev: int,
                         uet_port: int) -> bytes:
-    """I1 for a crafted datagram (the conformance suite's damaged or trimmed packets): a trailer
+    """WIRE-I1 for a crafted datagram (the conformance suite's damaged or trimmed packets): a trailer
     that was wrong for the UDP form is wrong by the same difference in the native form (CRC is
     affine), and a right one stays right."""
     if _is_tss(data) or len(data) < TRAILER_LEN:

@@ -55,21 +55,21 @@ VLAN = Header("vlan", "802.1Q tag (after its TPID)", (
 ), ref="IEEE 802.1Q")
 # E.4: the CSIG compact tag sits where an 802.1Q tag would, so it is declared like VLAN: what follows
 # its TPID (the EtherType uet.cms.csig.CSIG_ETHERTYPE, an option of every reader). E.4 gives the
-# fields but not their bit positions; the positions are the project's choice, uet.cms.csig C1 (whose
+# fields but not their bit positions; the positions are the project's choice, uet.cms.csig CMS-C1 (whose
 # pack/unpack a test holds this declaration to).
 CSIG = Header("csig", "CSIG tag (after its TPID)", (
     E("t", 2, CSIG_TYPE, "signal type", "E.4"),
-    U("s", 5, "signal value, one of 32 buckets (the meaning of a bucket: uet.cms.csig C2)", "E.4"),
+    U("s", 5, "signal value, one of 32 buckets (the meaning of a bucket: uet.cms.csig CMS-C2)", "E.4"),
     U("lm", 7, "locator metadata: which hop last replaced s", "E.4"),
     Flag("d", "do-not-update, set by a trimming switch (C.6)", "E.4"),
-    # Named rather than Rsvd: a reader keeps the tag's r visible (csig C1: a tag with r set is
+    # Named rather than Rsvd: a reader keeps the tag's r visible (csig CMS-C1: a tag with r set is
     # counted and ignored), and the decoders report it as a problem.
     U("r", 1, "reserved, 0", "E.4"),
     X("ethertype", 16, "the EtherType of what follows (0x0800 IPv4, 0x86DD IPv6)", "E.4"),
 ), ref="E.4", doc="Compact form; the wide 8-byte form (E.4) is not decoded.")
 # IEEE 802.1Qbb (clause 36; the frame of 802.3 Annex 31D): priority-based flow control, a MAC control
 # frame (EtherType 0x8808) that RoCE fabrics send to pause one priority of their upstream neighbour.
-# uet-facts has no row for it (it is not part of UET or RoCEv2); uet.roce.pfc builds these frames
+# docs/facts.md has no row for it (it is not part of UET or RoCEv2); uet.roce.pfc builds these frames
 # and ``uet compare --pcap`` writes them. What follows the EtherType: the opcode, the class-enable
 # vector (its first octet reserved, bit n of the second enables priority n), then Time(0)..Time(7)
 # in quanta of 512 bit times. ``uet decode`` folds the eight times into the list ``pause_quanta``.

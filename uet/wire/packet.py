@@ -1,6 +1,6 @@
 """Packet-level decoding: the chain of headers after UDP (or IP) for UET and for RoCEv2.
 
-UET (uet-facts.md A.1, B.1, B.2, D.5, D.6): [entropy] -> TSS | PDS -> SES (by next_hdr) -> SES
+UET (docs/facts.md A.1, B.1, B.2, D.5, D.6): [entropy] -> TSS | PDS -> SES (by next_hdr) -> SES
 extension (by opcode) -> payload -> CRC-32C trailer (A.3). RoCEv2 (G.1-G.6): BTH -> extension headers
 (by opcode) -> payload and pad -> ICRC.
 

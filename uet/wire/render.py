@@ -1,6 +1,6 @@
 """Renderings of decoded headers derived from the schema: flat JSON objects and readable trees.
 
-JSON (design.md "uet decode" contract): every non-reserved field of the variant in force, in wire
+JSON (docs/design-notes.md "uet decode" contract): every non-reserved field of the variant in force, in wire
 order; ``<field>_name`` beside every enumerated field; derived values (``clear_psn``, ``ack_psn`` ...)
 after their sources; addresses as strings. Reserved fields are left out (a non-zero one is reported
 as a problem instead).

@@ -1,6 +1,6 @@
-"""RoCEv2 header declarations (uet-facts.md G.2-G.5), and which extension headers each opcode has.
+"""RoCEv2 header declarations (docs/facts.md G.2-G.5), and which extension headers each opcode has.
 
-Field names follow design.md's JSON contract (``dest_qp``, ``p_key``, ``pad_cnt``); the Scapy
+Field names follow docs/design-notes.md's JSON contract (``dest_qp``, ``p_key``, ``pad_cnt``); the Scapy
 binding maps them onto ``scapy.contrib.roce``'s own names where that module already has the header.
 """
 

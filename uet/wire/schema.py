@@ -1,6 +1,6 @@
 """The header description language: one declaration per header, as data.
 
-A header is a list of *items*, laid out MSB-first from bit 0 (uet-facts.md section 0 conventions):
+A header is a list of *items*, laid out MSB-first from bit 0 (docs/facts.md section 0 conventions):
 
 * :class:`Field` - a named bit field (width, signedness, enum table, flag, reserved, doc, facts row);
 * :class:`Switch` - "one position, two meanings": the items that follow depend on a field decoded
@@ -209,7 +209,7 @@ def When(on: str, cases: Mapping[object, Sequence[Item]], default: Sequence[Item
 
 @dataclass
 class Options:
-    """Decoder/encoder choices where the facts conflict (uet-facts.md H.1). Defaults follow H.1.
+    """Decoder/encoder choices where the facts conflict (docs/facts.md H.1). Defaults follow H.1.
 
     * ``ccx_layout``: ``"1.0"`` (ACK_CCX 40 B, NACK_CCX 32 B; H.1 #2, #3) or ``"xdp2"`` (32 B / 24 B).
     * ``rsv_pdc_bit``: ``80`` (WS/XDP2, H.1 #4) or ``83`` (reference provider).

@@ -1,7 +1,7 @@
-"""The UET CRC-32C trailer (uet-facts.md A.3) and the RoCEv2 ICRC (G.6) at packet level: the one
+"""The UET CRC-32C trailer (docs/facts.md A.3) and the RoCEv2 ICRC (G.6) at packet level: the one
 trailer context every sender and checker uses (PDS, RUDI, UUD, the relay, the simulator, decode).
 
-Coverage of the CRC-32C trailer (design.md "Defaults", a documented choice because H.2 leaves the
+Coverage of the CRC-32C trailer (docs/design-notes.md "Defaults", a documented choice because H.2 leaves the
 UDP case open): the IPv4 (or IPv6) source and destination addresses, then - in UDP mode - the
 8-byte UDP header with its checksum taken as 0 and its length counting the trailer, then the UET
 bytes before the trailer. In native-IP mode the addresses are followed directly by the IP payload

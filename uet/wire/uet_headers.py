@@ -1,7 +1,7 @@
 """UET header declarations: entropy (A.1), TSS (B.15), PDS (B.3-B.14) and SES (D.2-D.7).
 
 Each declaration is the single description of its header; field names are the lower-case
-snake_case names of the rows in uet-facts.md (and of design.md's JSON contract). Where a position has
+snake_case names of the rows in docs/facts.md (and of docs/design-notes.md's JSON contract). Where a position has
 two meanings the :func:`When` switch names both; where the sources conflict the switch is on a
 decoder option (``@...``) with the H.1 recommendation as default.
 """

@@ -1,5 +1,5 @@
 --! Hand-written part of the dissector written by `uet wireshark` (uet/wireshark/lua.py), copied
---! verbatim after roce_additions.lua: the CSIG congestion-signalling tag (uet-facts E.4, layout
+--! verbatim after roce_additions.lua: the CSIG congestion-signalling tag (facts E.4, layout
 --! uet/cms/csig.py C1) on its EtherType, mirroring the CSIG step of uet/capture/frame.py. The tag's
 --! fields come from the schema (H["csig"], read by add_header); what follows the tag goes to
 --! Wireshark's "ethertype" table, as after an 802.1Q tag. Lines starting with "--!" are notes about
@@ -16,7 +16,7 @@ proto_csig.experts = { CEF.truncated, CEF.reserved, CEF.unknown }
 -- E.4 fixes no EtherType for the tag: the default is the generator's (uet/cms/csig.py), and a
 -- preference, like `uet decode --csig-ethertype`.
 proto_csig.prefs.ethertype = Pref.uint("EtherType", CSIG_ETHERTYPE,
-  "EtherType (TPID) of the CSIG compact tag; uet-facts E.4 fixes none (uet decode --csig-ethertype)")
+  "EtherType (TPID) of the CSIG compact tag; facts E.4 fixes none (uet decode --csig-ethertype)")
 
 local ethertype_table = DissectorTable.get("ethertype")
 

@@ -20,8 +20,8 @@
 --   * protocol "${name}roce" on UDP port ${roce_port}: runs Wireshark's own RoCEv2/InfiniBand
 --     dissector first, then adds what Wireshark 4.0 lacks: every header decoded from the same schema
 --     (BTH with FECN/BECN, CNP = opcode 0x81 with its 16 reserved bytes), ICRC verification
---     (uet-facts G.6) and the AETH syndrome in words.
---   * protocol "${name}csig" on EtherType ${csig_ethertype} (preference ${name}csig.ethertype; uet-facts
+--     (facts G.6) and the AETH syndrome in words.
+--   * protocol "${name}csig" on EtherType ${csig_ethertype} (preference ${name}csig.ethertype; facts
 --     E.4 fixes no value): the CSIG congestion-signalling tag, an 802.1Q-shaped tag between the
 --     Ethernet header (or a VLAN tag) and IP: the fields t, s, lm, d, r, then the inner EtherType
 --     (layout: uet/cms/csig.py C1); what follows goes to Wireshark's EtherType table (IP, VLAN).

@@ -39,7 +39,7 @@ Field plan. Abbreviation scheme (documented in the generated Lua and in the READ
   ``uet.entropy.entropy``, the SES extensions nested inside ``ses`` as in the JSON
   (``uet.ses.atomic.atomic_opcode``, ``uet.ses.cswap.compare_value``,
   ``uet.ses.rendezvous.eager_length``), RoCEv2 headers under ``uetroce`` (``uetroce.bth.psn``,
-  ``uetroce.reth.r_key``), the CSIG tag (the frame's ``csig`` object, uet-facts E.4) under its own
+  ``uetroce.reth.r_key``), the CSIG tag (the frame's ``csig`` object, facts E.4) under its own
   protocol ``uetcsig``, which stands for the whole object (``uetcsig.t``, ``uetcsig.s``).
 * Derived values keep their JSON names (``uet.pds.clear_psn``, ``uet.pds.sack_base_psn``).
 * One abbreviation is one Wireshark field, shared by every header that has a field of that name with
@@ -249,7 +249,7 @@ class Plan:
 
 
 def _doc(f: Field) -> str:
-    return f"{f.doc} [uet-facts {f.ref}]" if f.ref else f.doc
+    return f"{f.doc} [facts {f.ref}]" if f.ref else f.doc
 
 
 @lru_cache(maxsize=1)
@@ -474,7 +474,7 @@ class _Emitter:
             for d in h.derived:
                 key = f"{proto_of(h)}:{_suffix(json_path(h), d.name)}"
                 if all(k != key for k, _, _ in derived):
-                    derived.append((key, d.name, f"{d.doc} [uet-facts {d.ref}]" if d.ref else d.doc))
+                    derived.append((key, d.name, f"{d.doc} [facts {d.ref}]" if d.ref else d.doc))
         for key, name, doc in derived:
             pr, suffix = key.split(":", 1)
             pref = _NAME_VAR[pr]

@@ -19,7 +19,7 @@ local function aeth_syndrome_name(s)
   return fmt("RESERVED(0x%02X)", s)
 end
 
--- ICRC over the IP packet (IP header to the end of the pad), uet-facts G.6 / uet.native.roce_icrc
+-- ICRC over the IP packet (IP header to the end of the pad), facts G.6 / uet.native.roce_icrc
 local function roce_icrc(s)
   if #s == 0 then return nil, "ICRC: empty packet" end
   local b0 = sbyte(s, 1)

@@ -9,17 +9,17 @@ F["uet:payload_len"] = ProtoField.uint32(PN .. ".payload_len", "payload_len", ba
   "bytes after the last header, trailer excluded")
 F["uet:payload"] = ProtoField.bytes(PN .. ".payload", "payload")
 F["uet:crc.value"] = ProtoField.uint32(PN .. ".crc.value", "crc.value", base.HEX, nil, nil,
-  "CRC-32C trailer [uet-facts A.3]")
+  "CRC-32C trailer [facts A.3]")
 F["uet:crc.ok"] = ProtoField.bool(PN .. ".crc.ok", "crc.ok", base.NONE, nil, nil, "CRC-32C trailer verifies")
 F["uet:encrypted"] = ProtoField.bytes(PN .. ".encrypted", "encrypted", base.NONE,
-  "PDS, SES and payload encrypted by TSS [uet-facts F]")
-F["uet:icv"] = ProtoField.bytes(PN .. ".icv", "icv", base.NONE, "TSS integrity check value (GCM tag) [uet-facts F]")
+  "PDS, SES and payload encrypted by TSS [facts F]")
+F["uet:icv"] = ProtoField.bytes(PN .. ".icv", "icv", base.NONE, "TSS integrity check value (GCM tag) [facts F]")
 F["uet:pds.sack_bitmap.psn"] = ProtoField.uint32(PN .. ".pds.sack_bitmap.psn", "received PSN", base.DEC, nil, nil,
-  "PSN sack_base_psn + i for every set bit i of the SACK bitmap [uet-facts B.8]")
+  "PSN sack_base_psn + i for every set bit i of the SACK bitmap [facts B.8]")
 F["roce:payload_len"] = ProtoField.uint32(RN .. ".payload_len", "payload_len", base.DEC, nil, nil,
   "bytes after the last header (pad included, ICRC excluded)")
 F["roce:icrc.value"] = ProtoField.uint32(RN .. ".icrc.value", "icrc.value", base.HEX, nil, nil,
-  "invariant CRC, least-significant byte first [uet-facts G.6]")
+  "invariant CRC, least-significant byte first [facts G.6]")
 F["roce:icrc.ok"] = ProtoField.bool(RN .. ".icrc.ok", "icrc.ok", base.NONE, nil, nil, "ICRC verifies")
 F["roce:aeth.syndrome_name"] = ProtoField.string(RN .. ".aeth.syndrome_name", "syndrome_name")
 
@@ -65,12 +65,12 @@ proto.prefs.trailer = Pref.enum("CRC-32C trailer", 1,
   { { 1, "auto", 1 }, { 2, "crc", 2 }, { 3, "none", 3 } }, true)
 local TRAILER_MODES = { "auto", "crc", "none" }
 proto.prefs.ccx_layout = Pref.enum("ACK_CCX/NACK_CCX layout", 1,
-  "1.0: 40/32 bytes (uet-facts H.1 #2-3); xdp2: 32/24 bytes as XDP2 writes them", OPTIONS.ccx_layout.enum, true)
+  "1.0: 40/32 bytes (facts H.1 #2-3); xdp2: 32/24 bytes as XDP2 writes them", OPTIONS.ccx_layout.enum, true)
 proto.prefs.rsv_pdc_bit = Pref.enum("use_rsv_pdc bit", 1,
-  "bit of use_rsv_pdc in the SYN form: 80 (Wireshark/XDP2) or 83 (reference provider), uet-facts H.1 #4",
+  "bit of use_rsv_pdc in the SYN form: 80 (Wireshark/XDP2) or 83 (reference provider), facts H.1 #4",
   OPTIONS.rsv_pdc_bit.enum, true)
 proto.prefs.mswap_cswap_ext = Pref.bool("MSWAP carries the compare-swap extension", false,
-  "decode AMO MSWAP (0x13) with the 36-byte compare-swap extension (uet-facts H.2)")
+  "decode AMO MSWAP (0x13) with the 36-byte compare-swap extension (facts H.2)")
 
 local function read_prefs()
   OPT.trailer = TRAILER_MODES[proto.prefs.trailer] or "auto"
@@ -91,7 +91,7 @@ end
 -- numeric field's divisor and modulus (q = 2^pad, m = 2^width) and whether it covers the same
 -- bytes as the field added before it (same: that field's TvbRange is reused).
 for _, h in pairs(H) do
-  h.text = h.title .. " [uet-facts " .. h.ref .. "]"
+  h.text = h.title .. " [facts " .. h.ref .. "]"
   h.enum_of = {}
   for _, var in ipairs(h.vars) do
     var.rsvd, var.enums = {}, {}
