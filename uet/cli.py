@@ -144,7 +144,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 #: the subcommands declared here; the others register themselves (``register(subparsers)``)
 _OWN = ("decode", "wireshark", "analyze")
 _REGISTER_MODULES = ("sim.command", "io.command", "fabric.command", "demo.command",
-                     "conformance.command", "compare.command")
+                     "conformance.command", "compare.command", "sweep.command")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
