@@ -18,7 +18,7 @@ from . import __version__, cliargs
 _OWN = {"decode": "capture.command", "wireshark": "wireshark.command",
         "analyze": "analyze.command"}
 _REGISTER_MODULES = ("sim.command", "io.command", "fabric.command", "demo.command",
-                     "conformance.command", "compare.command")
+                     "conformance.command", "compare.command", "sweep.command")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -189,6 +189,14 @@ BAD = [
     ("uet decode /dev/null --csig-ethertype 0x0800", "--csig-ethertype"),
     ("uet decode /dev/null --csig-ethertype 0x10000", "--csig-ethertype"),
     ("uet decode", "file"),
+    # uet sweep (issue 30)
+    ("uet sweep tools/bench_cc.toml --out /tmp/x --run-timeout 0", "--run-timeout"),
+    ("uet sweep tools/bench_cc.toml --out /tmp/x --run-timeout nan", "--run-timeout"),
+    ("uet sweep tools/bench_cc.toml --out /tmp/x --workers 0", "--workers"),
+    ("uet sweep tools/bench_cc.toml", "--out"),
+    ("uet sweep /nonexistent/s.toml --out /tmp/x", "/nonexistent/s.toml"),
+    ("uet sweep tools/bench_cc.toml --out /dev/null", "--out"),
+    ("uet sweep tools/bench_cc.toml --out /tmp/x --workers 2 --scheduler tcp://h:1", "--workers"),
     ("uet bogus", "bogus"),
 ]
 
