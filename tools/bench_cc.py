@@ -89,7 +89,7 @@ def serial(*, seeds: int, flow_bytes: int | None, only: str) -> dict[tuple, list
     """The spec's runs one at a time in this process, each printed as JSON."""
     spec = sweep_spec.load(str(SPEC))
     parser = cliargs.Parser(prog="uet sim")
-    sim_command.add_arguments(parser, ses=True)
+    sim_command.add_arguments(parser)
     rows: dict[tuple, list[dict[str, Any]]] = {}
     for run in spec.runs:
         opts = dict(run.options)

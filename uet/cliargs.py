@@ -146,6 +146,18 @@ def run_alone(prog: str, add_arguments: Callable[[argparse.ArgumentParser], None
     return parse_and_run(p, argv, run)
 
 
+def add_command(subparsers: Any, name: str, *, help: str, description: str | None,
+                add_arguments: Callable[[argparse.ArgumentParser], None],
+                run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    """Add subcommand ``name`` to the ``uet`` command's ``subparsers``: its one-line ``help``, its
+    ``description`` shown as written (the module docstring), its options, and ``run``."""
+    p = subparsers.add_parser(name, help=help, description=description,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=run)
+    return p
+
+
 def run_registered(register: Callable[[Any], None], argv: Sequence[str] | None) -> int:
     """The subcommands a module's ``register`` adds, without the rest of the CLI: ``uet recv
     ...``, ``uet send ...`` as the module's ``main`` runs them."""

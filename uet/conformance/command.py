@@ -186,12 +186,9 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``conformance`` to the ``uet`` command's subparsers."""
-    p = subparsers.add_parser("conformance", help="test another UET implementation with crafted "
-                                                  "packets, one check per facts rule",
-                              description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    p.set_defaults(func=run)
+    cliargs.add_command(subparsers, "conformance", help="test another UET implementation with "
+                        "crafted packets, one check per facts rule", description=__doc__,
+                        add_arguments=add_arguments, run=run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

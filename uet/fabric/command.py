@@ -56,7 +56,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import signal
 import sys
 import time
 from typing import IO, Any, Sequence, TextIO
@@ -67,6 +66,7 @@ from .. import cliargs, cliopts
 from ..cliargs import hostport, size
 from ..net.topology import TopologyError, parse_topology
 from .paths import CSIG_INTERVAL_US, FabricConfig
+from ..io.signals import STOP_SIGNALS, cancel_on_signal
 from .relay import open_fabric
 
 
@@ -280,14 +280,10 @@ async def _serve(args: argparse.Namespace, cfg: FabricConfig, err: TextIO,
         print(f"uet fabric: listening on {host}:{fab.port}{back}, forwarding to {to}:{args.to[1]} "
               f"over {cfg.paths} paths{ip} (seed {cfg.seed}, --mtu {cfg.mtu})", file=err, flush=True)
         table = _Table(err) if args.interval > 0 else None
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+        with trio.open_signal_receiver(*STOP_SIGNALS) as sigs:
             with trio.move_on_after(args.duration if args.duration > 0 else float("inf")):
                 async with trio.open_nursery() as nursery:
-                    async def watch() -> None:
-                        async for _ in sigs:
-                            nursery.cancel_scope.cancel()
-                            return
-                    nursery.start_soon(watch)
+                    nursery.start_soon(cancel_on_signal, sigs, nursery.cancel_scope)
                     if table is not None:
                         while True:
                             await trio.sleep(args.interval)

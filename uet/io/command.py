@@ -74,7 +74,6 @@ import errno
 import hashlib
 import json
 import os
-import signal
 import stat
 import sys
 import time
@@ -86,6 +85,7 @@ from ..cms.csig import TYPE_BY_NAME
 from ..payload import seeded_chunks
 from ..tss.options import add_tss_arguments, security_from_args, summary as tss_summary
 from . import LIVE_CC_RATE_GBPS, LIVE_CC_RTT_US
+from .signals import STOP_SIGNALS, cancel_on_signal
 
 # trio and the endpoint are imported inside the commands: ``register`` runs for every ``uet``
 # invocation (uet decode too) and should not pay for importing them.
@@ -259,14 +259,9 @@ async def _recv_main(args: argparse.Namespace, out: BinaryIO | None, security: A
                              mtu=args.mtu, encap=args.encap, ip_proto=args.ip_proto,
                              **cc_fields(args)) as ep:
         print(f"uet recv: listening on {_fmt_addr(host, ep.port)}", file=err, flush=True)
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
             async with trio.open_nursery() as nursery:
-                async def on_signal() -> None:
-                    async for _ in signals:
-                        nursery.cancel_scope.cancel()
-                        return
-
-                nursery.start_soon(on_signal)
+                nursery.start_soon(cancel_on_signal, signals, nursery.cancel_scope)
                 while not args.count or n_msgs < args.count:
                     # receive() returns at once while messages wait, without a checkpoint: stop
                     # taking them once a signal came

@@ -46,12 +46,10 @@ PROG = "uet sweep"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("sweep", help="a grid of uet sim/compare runs in parallel, one "
-                                            "table of results",
-                              description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    p.set_defaults(func=run_command)
+    """Add ``sweep`` to the ``uet`` command's subparsers."""
+    cliargs.add_command(subparsers, "sweep", help="a grid of uet sim/compare runs in parallel, one "
+                        "table of results", description=__doc__, add_arguments=add_arguments,
+                        run=run_command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
