@@ -9,7 +9,7 @@ import importlib
 import sys
 from typing import Sequence
 
-from . import __version__, cliargs
+from . import __version__, cliargs, clihelp
 
 
 #: the subcommands that ``uet X`` builds alone, importing their module only (reading a capture
@@ -26,12 +26,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     subcommand alone, so that running it imports nothing else: the simulator, the PDS, the
     fabric and trio are imported only by the subcommands that need them."""
     parser = cliargs.Parser(
-        prog="uet", description="Ultra Ethernet Transport (UEC 1.0.x) reference implementation.")
+        prog="uet", description="Ultra Ethernet Transport (UEC 1.0.x) reference implementation.",
+        epilog=clihelp.TOP_EPILOG)
     parser.add_argument("--version", action="version", version=f"uet {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules = [_OWN[command]] if command in _OWN else [*_OWN.values(), *_REGISTER_MODULES]
     for module in modules:
         importlib.import_module(f"{__package__}.{module}").register(sub)
+    clihelp.add_examples(sub)
     return parser
 
 

@@ -54,6 +54,13 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, usage_message(self.prog, message))
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # plain text whatever formatter_class a module asked for: its description may be a
+        # docstring written in reST (uet.clihelp)
+        from .clihelp import PlainFormatter
+
+        return PlainFormatter(prog=self.prog)
+
     def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                    namespace: argparse.Namespace | None = None) -> argparse.Namespace:
         ns, extras = self.parse_known_args(args, namespace)

@@ -99,18 +99,19 @@ def add_path_model_options(p: Any, *, paths: int | None = 4, rate: float | None 
                    help="base round-trip time of each path in microseconds, 0 or more (the "
                         "simulator: above 0); one-way delay rtt/2 (default 10)")
     g.add_argument("--loss", type=fraction, default=loss,
-                   help="random loss per packet per path"
+                   help="probability (0 to 1) that a packet is lost, per packet and path"
                         + (f" (default {later['loss']})" if "loss" in later else ""))
     g.add_argument("--trim", type=fraction, default=trim,
-                   help="fraction of data packets trimmed"
+                   help="fraction (0 to 1) of data packets trimmed"
                         + (f" (default {later['trim']})" if "trim" in later else ""))
     g.add_argument("--reorder", type=fraction, default=0.0,
-                   help="fraction of packets delayed by up to one RTT (live: up to uet fabric's "
-                        "--reorder-delay, by default max(RTT, 2 ms), as the relay's timers "
+                   help="fraction (0 to 1) of packets delayed by up to one RTT (live: up to uet "
+                        "fabric's --reorder-delay, by default max(RTT, 2 ms), as the relay's timers "
                         "resolve to about 1 ms)")
-    g.add_argument("--dup", type=fraction, default=0.0, help="fraction of packets duplicated")
+    g.add_argument("--dup", type=fraction, default=0.0,
+                   help="fraction (0 to 1) of packets duplicated")
     g.add_argument("--corrupt", type=fraction, default=0.0,
-                   help="fraction of packets with a flipped bit")
+                   help="fraction (0 to 1) of packets with a flipped bit")
     g.add_argument("--fail-path", type=fail_spec, action="append", default=[], metavar="I@T",
                    help="path I fails T microseconds after the start (us/ms/s suffix allowed, "
                         "e.g. 1@50ms; repeatable)")

@@ -15,7 +15,9 @@ one host need two addresses. What this module owns:
   OWNADDR-O2  a bind that fails says why in one line (:class:`LocalAddressError`, an OSError): a socket
       bound to the wildcard address holds the UET port on every address, so nobody else on this
       host can bind it ("bind the receiver to one address"); IPv6 loopback has only ::1 until
-      another address is added (``ip -6 addr add ::2/128 dev lo``, root); an address in use.
+      another address is added (``ip -6 addr add ::2/128 dev lo``, root); an address in use,
+      named with its port and the option that gives another (``uet recv --bind``, ``uet fabric
+      --listen`` and ``--back``, ``uet send --local``), never a bare "[Errno 98]".
 
 No trio here: the live endpoint (uet.io), the relay (uet.fabric) and the conformance peer (plain
 sockets) all bind through it.
@@ -112,12 +114,19 @@ def bind_own(make: Callable[[str], socket.socket], *, port: int, local: str | No
             return make(local), local
         except OSError as exc:
             fam = family_of(local)
-            if exc.errno == errno.EADDRINUSE and not is_wildcard(local):
+            if exc.errno == errno.EADDRINUSE and is_wildcard(local):
+                raise LocalAddressError(exc.errno, f"{_fmt(local, port)}: UDP port {port} is "
+                                        f"already bound on an address of this host (another uet "
+                                        f"process?), so {who} cannot hold it on every address: "
+                                        f"stop that process, or give one address or another "
+                                        f"port with {option}") from None
+            if exc.errno == errno.EADDRINUSE:
                 if wildcard_holder(port, fam):
                     raise LocalAddressError(exc.errno, _wildcard_message(port, fam)) from None
-                raise LocalAddressError(exc.errno, f"{_fmt(local, port)} is in use: {who} "
-                                        f"receives on its own address at the UET port "
-                                        f"(facts A.1); give another with {option}") from None
+                raise LocalAddressError(exc.errno, f"{_fmt(local, port)} is in use (another uet "
+                                        f"process on this host?): {who} receives on its own "
+                                        f"address at the UET port (facts A.1); stop that "
+                                        f"process, or give another address with {option}") from None
             if exc.errno == errno.EADDRNOTAVAIL:
                 hint = (f" (add it as root: ip -6 addr add {local}/128 dev lo)"
                         if fam == socket.AF_INET6 and is_loopback(local) else "")

@@ -474,3 +474,21 @@ def test_a_protected_demo_capture_is_accounted_for_with_its_key(capsys, tmp_path
     assert a["trimmed"] == d["trimmed"] and a["ce_marked"] == d["ecn_marked"]
     assert a["retransmissions"] == d["retransmissions_received"] <= d["retransmissions"]
     assert analyze(capsys, pcap)["pdc_count"] == 0
+
+
+def test_ladder_svg_has_a_colour_legend(tmp_path):
+    """Under the rows, one sample line per colour the ladder uses and what it stands for."""
+    from uet.analyze.ladder import COLOR, MEANING
+
+    frames = [req(1000, syn=True, ar=True), ack(1000)]
+    intake = collect([(1, f, float(i)) for i, f in enumerate(frames)], "legend")
+    (pdc,) = converse(intake.uet, intake.outside).pdcs
+    root = ET.fromstring(svg_ladder(pdc, 0.0).encode())
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    (legend,) = [g for g in root.findall("s:g", ns) if g.get("id") == "legend"]
+    samples = [ln.get("stroke") for ln in legend.findall("s:line", ns)]
+    labels = {t.get("fill"): t.text for t in legend.findall("s:text", ns) if t.get("fill")}
+    assert set(MEANING) == set(COLOR) and samples == [COLOR[s] for s in MEANING]
+    assert labels == {COLOR[s]: MEANING[s] for s in MEANING}
+    right = max(int(t.get("x")) + 8 * len(t.text) for t in legend.findall("s:text", ns))
+    assert right <= int(root.get("width"))

@@ -471,6 +471,8 @@ def test_damaged_files_never_raise(fuzz_dir, base, edits, cut):
     unfinished = [ln for ln in lines if "never completed" in ln]
     assert len(unfinished) <= 101 and lines[len(lines) - len(unfinished):] == unfinished
     lines = lines[:len(lines) - len(unfinished)]
+    if lines and "no frame decoded as UET or RoCEv2" in lines[-1]:  # the ports it saw instead
+        lines = lines[:-1]
     assert len(lines) <= 1
     if rc == 2:
         assert objs == [] and lines and "not a readable" in lines[0]

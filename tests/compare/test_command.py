@@ -5,6 +5,7 @@ with a ``designs`` map, bad input as one line and exit 2, a design that cannot f
 from __future__ import annotations
 
 import json
+import struct
 
 import pytest
 
@@ -127,6 +128,9 @@ def test_plot(suffix, magic, capsys, tmp_path):
     path = tmp_path / f"p{suffix}"
     code, _, _ = run(["elephants", "--plot", str(path)] + SMALL, capsys)
     assert code == 0 and path.read_bytes().startswith(magic)
+    if suffix == ".png":  # sized for a slide: at least 1600 pixels wide (IHDR width, height)
+        width, height = struct.unpack(">II", path.read_bytes()[16:24])
+        assert (width, height) == (1920, 600)
 
 
 def test_plot_without_matplotlib_is_exit_2(capsys, monkeypatch, tmp_path):
@@ -136,7 +140,8 @@ def test_plot_without_matplotlib_is_exit_2(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "matplotlib" else real(name, *a))
     code, out, err = run(["incast", "--plot", str(tmp_path / "p.png")], capsys)
-    assert code == 2 and out == "" and "needs matplotlib" in one_error_line(err)
+    assert code == 2 and out == "" and one_error_line(err).endswith(
+        "needs matplotlib (pip install matplotlib, or pip install -e '.[plot]' in the uet clone)")
 
 
 def test_registered_in_the_uet_command(capsys):

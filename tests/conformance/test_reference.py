@@ -13,6 +13,7 @@ import pytest
 
 from uet.cli import main
 from uet.conformance import all_checks
+from uet.conformance.ses_checks import NO_REGION
 
 from .targets import MKEY, MKEY_LEN, ROOT, RecvProcess, ThreadTarget, env
 
@@ -51,6 +52,9 @@ def test_uet_recv_passes_every_must_and_prints_one_json_object(uet_recv, tmp_pat
     # what uet recv offers: no memory region, so the RMA checks skip; everything else passes
     skipped = {c["name"] for c in obj["checks"] if c["result"] == "skip"}
     assert skipped == {"ses_write_read", "ses_atomic", "ses_out_of_range"}
+    # and their detail does not tell the user to give --mkey, which uet recv cannot serve
+    assert {c["detail"] for c in obj["checks"] if c["result"] == "skip"} == {NO_REGION}
+    assert "give --mkey" not in p.stderr and "such as uet recv" in NO_REGION
     # the readable report is on stderr, one line per check
     assert "uet conformance: target" in p.stderr
     for n in names:

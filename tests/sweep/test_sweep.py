@@ -255,7 +255,8 @@ def test_the_plots_are_drawn_or_a_note_says_why_not(pooled, monkeypatch):
     monkeypatch.setattr(plots.importlib.util, "find_spec",
                         lambda name, *a: None if name == "matplotlib" else real(name, *a))
     assert plots.draw(out, [], [], merit="x", command="sim") == (
-        "no plots: matplotlib is missing (pip install 'uet[plot]')")
+        "no plots: matplotlib is missing (pip install matplotlib, or pip install -e '.[plot]' in "
+        "the uet clone)")
 
 
 def test_bench_cc_renders_its_table_from_a_sweep(pooled, capsys):

@@ -5,7 +5,8 @@ from its sender with its type, PSN and flags (SYN, AR, RETX, M), its frame numbe
 (microseconds since the capture's first frame), and notes: retransmissions with their verdict, trims
 and the NACK that answers them, the frame each NACK answers, copies the network changed, and
 violations (``! RULE kind``). Arrows: ``-`` requests, ACKs and copies, ``~`` a trimmed frame,
-``=`` a NACK, ``.`` control. The SVG draws the same rows with lines and text elements.
+``=`` a NACK, ``.`` control. The SVG draws the same rows with lines and text elements, each kind
+of frame in its colour, and a legend of the colours under the rows.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from .conversation import Event, Pdc
 
 FILL = {"request": "-", "retx": "-", "copy": "-", "ack": "-", "trim": "~", "nack": "=",
         "control": "."}
+#: what each colour of the SVG stands for, in the legend's order
+MEANING = {"request": "request", "retx": "retransmission", "ack": "ACK", "nack": "NACK",
+           "trim": "trimmed in the network", "copy": "copy seen again (duplicate, CE mark)",
+           "control": "control"}
 COLOR = {"request": "#1f5fbf", "retx": "#d97a00", "copy": "#777777", "ack": "#2e7d32",
          "trim": "#c62828", "nack": "#8e24aa", "control": "#555555"}
 
@@ -94,7 +99,8 @@ def text_ladder(pdc: Pdc, t0: float) -> str:
 def svg_ladder(pdc: Pdc, t0: float) -> str:
     """The same rows as :func:`text_ladder`, as an SVG document (lines and text elements)."""
     xl, xr, top, dy = 240, 700, 74, 24
-    height = top + dy * (len(pdc.events) + 1)
+    rows = top + dy * (len(pdc.events) + 1)
+    height = rows + 34  # the legend's row
     width = 1280
     parts = ['<?xml version="1.0" encoding="UTF-8"?>',
              f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -111,7 +117,7 @@ def svg_ladder(pdc: Pdc, t0: float) -> str:
     for x, name in ((xl, f"{pdc.initiator} (initiator)"), (xr, f"{pdc.target} (target)")):
         parts.append(f'<text x="{x}" y="{top - 24}" text-anchor="middle" font-weight="bold">'
                      f"{escape(name)}</text>")
-        parts.append(f'<line x1="{x}" y1="{top - 14}" x2="{x}" y2="{height - 6}" stroke="black" '
+        parts.append(f'<line x1="{x}" y1="{top - 14}" x2="{x}" y2="{rows - 6}" stroke="black" '
                      'stroke-width="2"/>')
     fmt = time_format(t0)
     for i, e in enumerate(pdc.events):
@@ -127,5 +133,21 @@ def svg_ladder(pdc: Pdc, t0: float) -> str:
         if e.notes:
             parts.append(f'<text x="{xr + 14}" y="{y + 4}" fill="{color}">'
                          f"{escape('; '.join(e.notes))}</text>")
+    parts.append(_legend(rows + 18))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def _legend(y: int) -> str:
+    """One row under the ladder: a sample arrow line in each colour (dashed as drawn) and what
+    it stands for."""
+    out = ['<g id="legend">', f'<text x="10" y="{y + 4}" font-weight="bold">colours:</text>']
+    x = 90
+    for style, meaning in MEANING.items():
+        dash = ' stroke-dasharray="6 3"' if style in ("trim", "copy") else ""
+        out.append(f'<line x1="{x}" y1="{y}" x2="{x + 28}" y2="{y}" stroke="{COLOR[style]}" '
+                   f'stroke-width="3"{dash}/>')
+        out.append(f'<text x="{x + 34}" y="{y + 4}" fill="{COLOR[style]}">{escape(meaning)}</text>')
+        x += 34 + 8 * len(meaning) + 18
+    out.append("</g>")
+    return "\n".join(out)

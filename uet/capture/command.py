@@ -49,8 +49,14 @@ def run(args: argparse.Namespace) -> int:
         open_tss = capture_key(args)
     except cliargs.UsageError as exc:
         return exc.report(PROG)
+    if args.port_only and not args.port:
+        return cliargs.UsageError("--port-only needs --port PORT, the ports to read UET on"
+                                  ).report(PROG)
+    # --port adds to the UET port (A.1); --port-only replaces it
+    ports = tuple(dict.fromkeys(args.port if args.port_only
+                                else [UET_UDP_PORT, *(args.port or ())]))
     cfg = DecodeConfig(
-        ports=tuple(args.port or [UET_UDP_PORT]),
+        ports=ports,
         trailer=args.trailer,
         csig_ethertype=args.csig_ethertype,
         open_tss=open_tss,
@@ -63,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     binary = getattr(out, "buffer", None)  # JSON Lines go out as bytes where stdout takes them
     chunk: list[Any] = []
+    seen = _Seen()
 
     def flush() -> None:
         if args.json:
@@ -86,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
                 obj = quick(linktype, raw, n)  # None for a fragment: the reference's
                 if obj is None:
                     obj = decode_frame(linktype, raw, n, cfg, reasm=reasm, ts=ts).obj
+                if not seen.decoded:
+                    seen.add(obj)
                 try:
                     chunk.append(dumps(obj))
                 except TypeError:
@@ -97,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
 
             for n, (linktype, raw, ts) in enumerate(read_frames(args.file), 1):
                 res = decode_frame(linktype, raw, n, cfg, reasm=reasm, ts=ts)
+                if not seen.decoded:
+                    seen.add(res.obj)
                 chunk.append(frame_tree(res, len(raw)) + "\n")
                 if len(chunk) >= 512:
                     flush()
@@ -107,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
             binary.flush()
         out.flush()
         print(f"{PROG}: {exc}", file=sys.stderr)
+        seen.hint(args.file, ports)
         _unfinished(reasm, args.file)
         # A damaged record after a readable header is still a file that could be read (docs/design-notes.md).
         return 0 if isinstance(exc, CaptureStopped) else 2
@@ -115,8 +127,36 @@ def run(args: argparse.Namespace) -> int:
     if binary is not None:
         binary.flush()
     out.flush()
+    seen.hint(args.file, ports)
     _unfinished(reasm, args.file)
     return 0
+
+
+class _Seen:
+    """Whether any frame decoded as UET or RoCEv2 and, until one does, the UDP destination ports
+    of the others: a capture where nothing decodes (a live run's UET port is rarely 4793) gets
+    one line on stderr, before the unfinished fragments, naming the ports it saw and the --port
+    to try."""
+
+    def __init__(self) -> None:
+        self.decoded = False
+        self.dports: dict[int, int] = {}
+
+    def add(self, obj: dict[str, Any]) -> None:
+        if "uet" in obj or "roce" in obj:
+            self.decoded = True
+        elif (udp := obj.get("udp")) is not None:
+            self.dports[udp["dport"]] = self.dports.get(udp["dport"], 0) + 1
+
+    def hint(self, name: str, ports: tuple[int, ...]) -> None:
+        if self.decoded or not self.dports:
+            return
+        top = sorted(self.dports.items(), key=lambda kv: (-kv[1], kv[0]))
+        said = ", ".join(f"{p} ({n} frame{'s' if n != 1 else ''})" for p, n in top[:5])
+        said += ", ..." if len(top) > 5 else ""
+        print(f"{PROG}: {name}: no frame decoded as UET or RoCEv2; UET is read on UDP port "
+              f"{', '.join(map(str, ports))}, the capture's UDP destination ports are {said}: "
+              f"try --port {top[0][0]}", file=sys.stderr)
 
 
 def _unfinished(reasm: Any, name: str) -> None:
@@ -133,7 +173,10 @@ def add_arguments(dec: argparse.ArgumentParser) -> None:
     dec.add_argument("file", help="capture file, or - for stdin")
     dec.add_argument("--json", action="store_true", help="JSON Lines: one object per frame on stdout")
     dec.add_argument("--port", type=cliargs.port, action="append", metavar="PORT",
-                     help=f"UDP port carrying UET (repeatable; default {UET_UDP_PORT})")
+                     help=f"a UDP port carrying UET besides {UET_UDP_PORT}, the UET port "
+                          f"(repeatable; default: {UET_UDP_PORT} alone)")
+    dec.add_argument("--port-only", action="store_true",
+                     help=f"read UET on the --port ports only, not on {UET_UDP_PORT}")
     dec.add_argument("--trailer", choices=("auto", "crc", "none"), default="auto",
                      help="CRC-32C trailer: auto (present exactly when the last 4 bytes verify), "
                           "crc (always present, so a wrong one is reported) or none (default auto)")

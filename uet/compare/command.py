@@ -13,7 +13,7 @@ Scenarios: elephants, incast, degraded-link, pfc-victim, matrix FILE (an htsim c
 matrix). A table of the figures per design goes to stdout (stderr with ``--json``, which prints
 exactly one JSON object with a ``designs`` map keyed by design). ``--plot FILE.png|.svg`` draws
 the FCT distribution, throughput over time and the busiest queue over time (needs matplotlib:
-``pip install 'uet[plot]'``). ``--pcap FILE`` writes one capture per design, FILE with the
+``pip install matplotlib``). ``--pcap FILE`` writes one capture per design, FILE with the
 design's name before its suffix (``run.pcap`` -> ``run.roce.pcap`` ...), which ``uet decode``
 reads. A design that does not finish is a row that says so (exit 0); a bad command line is one
 line and exit 2. Every run is bounded in simulated time (``--time-limit``) and seeded; a run that
@@ -151,8 +151,10 @@ def _check(args: argparse.Namespace) -> scenarios.Scenario:
         if os.path.splitext(args.plot)[1].lower() not in PLOT_FORMATS:
             raise cliargs.UsageError(f"argument --plot: {args.plot}: a .png or .svg file")
         if importlib.util.find_spec("matplotlib") is None:
-            raise cliargs.UsageError("argument --plot: needs matplotlib (pip install "
-                                     "'uet[plot]')", hint=False)
+            from ..clihelp import MATPLOTLIB_HINT
+
+            raise cliargs.UsageError(f"argument --plot: needs matplotlib ({MATPLOTLIB_HINT})",
+                                     hint=False)
     try:
         sc = scenarios.make(args.scenario, topology=args.topology, flow_bytes=args.bytes,
                             seed=args.seed, matrix=args.file)

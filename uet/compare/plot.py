@@ -5,7 +5,9 @@
      interval (uet.compare.rocefabric COMPARE-F5, uet.compare.uetrun COMPARE-U2), in Gb/s;
   3. a queue over time per design: the data queue of that design's busiest switch port.
 
-matplotlib is imported here only, when a plot is asked for (an optional extra: ``uet[plot]``), with
+Sized for a slide: 16 x 5 inches at 120 dpi, a PNG of 1920 x 600 pixels (SVG: vector).
+
+matplotlib is imported here only, when a plot is asked for (the optional extra ``plot``), with
 the Agg backend so that no display is needed. PNG or SVG follows the file's suffix.
 """
 
@@ -16,6 +18,8 @@ from typing import Any
 from .scenarios import Scenario
 
 COLOURS = {"roce": "tab:red", "adaptive": "tab:orange", "uet": "tab:blue"}
+FIGSIZE = (16, 5)  # inches: three panels side by side on a 16:9 slide
+DPI = 120          # 1920 x 600 pixels as PNG
 
 
 def plot(path: str, sc: Scenario, raws: dict[str, Any], rows: dict[str, Any], *,
@@ -25,7 +29,7 @@ def plot(path: str, sc: Scenario, raws: dict[str, Any], rows: dict[str, Any], *,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=FIGSIZE)
     for d, raw in raws.items():
         c = COLOURS.get(d)
         fcts = sorted(x * 1e6 for x in rows[d]["flow_fct_s"] if x is not None)
@@ -50,9 +54,9 @@ def plot(path: str, sc: Scenario, raws: dict[str, Any], rows: dict[str, Any], *,
     ax3.set(xlabel="time (us)", ylabel="KB queued", title="busiest switch queue")
     for ax in (ax1, ax2, ax3):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
     if title:
-        fig.suptitle(title, fontsize=9)
+        fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)

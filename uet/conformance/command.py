@@ -109,7 +109,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "on this host, else the route's source address towards it)")
     p.add_argument("--mkey", type=memory_region, default=None, metavar="KEY:LEN",
                    help="a memory region the target exposes (read, write, atomics) for the SES "
-                        "checks; without it they skip")
+                        "checks, only if it has one: uet recv, a sink, has none (default none: "
+                        "those checks skip)")
     p.add_argument("--seed", type=cliargs.seed, default=None,
                    help="seed of the start PSNs, keys and payloads (default random)")
     cliargs.add_mtu_argument(p, where="the MTU of the interface the route to the target uses")

@@ -107,7 +107,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", type=topology_arg, default=None, metavar="SPEC",
                    help="paths:N (as --paths N), or leafspine:HOSTS_PER_TOR,TORS,SPINES or "
                         "fattree:K as uet sim --topology: the relay's paths are the routes "
-                        "between the first and the last host, every link a queue (uet.net.route)")
+                        "between the first and the last host, every link a queue (uet.net.route; "
+                        "default paths:N with --paths)")
     p.add_argument("--reorder-delay", type=cliargs.delay_us, default=None, metavar="US",
                    help="largest extra delay of a reordered or duplicated packet, microseconds "
                         "(default: one RTT, at least 2000 - the timer resolution is about 1 ms)")

@@ -243,8 +243,10 @@ class Fabric:
         self.back: socket.socket | None = None  # the back UET socket, when not the front's
         if self.back_host != self.listen_host:
             try:
-                self.back = udp_socket(self.back_host, self.port, tos=TOS_CONTROL,
-                                       rcvbuf=cfg.rcvbuf)
+                self.back, _ = bind_own(  # OWNADDR-O2: in use, one line naming it
+                    lambda a: udp_socket(a, self.port, tos=TOS_CONTROL, rcvbuf=cfg.rcvbuf),
+                    port=self.port, local=self.back_host, option="--back",
+                    who="the relay's back side")
             except BaseException:
                 self.front.close()
                 raise

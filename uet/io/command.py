@@ -186,7 +186,8 @@ def add_recv_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="FILE", help="write the received data, message after message "
                                                  "(- for stdout, not with --json)")
     p.add_argument("--json", action="store_true", help="one JSON summary object on stdout at exit")
-    p.add_argument("--count", type=cliargs.count, default=0, metavar="N", help="exit after N messages")
+    p.add_argument("--count", type=cliargs.count, default=0, metavar="N",
+                   help="exit after N messages (default 0: no limit, serve until stopped)")
     p.add_argument("--paths", type=cliargs.sockets, default=1, metavar="N",
                    help="entropy sockets for this endpoint's own sends (default 1)")
     p.add_argument("--max-pdcs", type=cliargs.max_pdcs, default=1024, help="PDC limit (default 1024)")
@@ -365,7 +366,8 @@ def add_send_arguments(p: argparse.ArgumentParser) -> None:
                    help="entropy values, i.e. UDP source ports to spray over (default 8)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--timeout", type=cliargs.timeout, default=None, metavar="S",
-                   help="give up after S seconds (exit status 3)")
+                   help="give up after S seconds, exit status 3 (default none: wait until "
+                        "every byte is acknowledged or the transport gives up)")
     p.add_argument("--message-size", type=cliargs.message_size, default=64 << 20, metavar="N",
                    help="bytes per message, at most 1GiB (default 64MiB); messages go one after "
                         "the other, and only one is in memory at a time")
@@ -579,13 +581,14 @@ def run_recv(args: argparse.Namespace) -> int:
         out = _open_out(args)
     except cliargs.UsageError as exc:
         return exc.report("uet recv")
+    from ..ownaddr import LocalAddressError
     from .native_ip import RawDenied
 
     try:
         return trio.run(_recv_main, args, out, security)
     except KeyboardInterrupt:
         return 0
-    except RawDenied as exc:  # IO-N6 of uet.io.native_ip: one line, exit 2
+    except (RawDenied, LocalAddressError) as exc:  # IO-N6 of uet.io.native_ip, OWNADDR-O2: exit 2
         print(f"uet recv: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -669,7 +669,10 @@ async def open_endpoint(bind: tuple[str, int] | str | None = ("127.0.0.1", UET_U
 
     try:
         if bind is not None:
-            raw, own = make(bind[0], bind[1] or peer_port or 0), bind[0]
+            # OWNADDR-O2: an address in use is one line naming it, not "[Errno 98]"
+            bport = bind[1] or peer_port or 0
+            raw, own = bind_own(lambda a: make(a, bport), port=bport, local=bind[0],
+                                option="--bind", who="the receiver")
         else:  # IO-P1: an initiator receives on its own address at the UET port too
             uport = peer_port if peer_port is not None else UET_UDP_PORT
             raw, own = bind_own(lambda a: make(a, uport), port=uport, local=local, peer=peer)

@@ -18,13 +18,20 @@ from pathlib import Path
 from typing import Any
 
 FILES = ("fct.png", "merit.png")
+DPI = 120  # sized for a slide: a panel is 5.3 x 4.5 inches, 636 x 540 pixels; one alone 960
+
+
+def _figsize(panels: int) -> tuple[float, float]:
+    return max(8.0, 5.3 * panels), 4.5
 
 
 def draw(directory: Path, rows: list[dict[str, Any]], options: list[str], *, merit: str,
          command: str) -> str:
     """Draw the plots; the line to tell the user (what was written, or why nothing was)."""
     if importlib.util.find_spec("matplotlib") is None:
-        return "no plots: matplotlib is missing (pip install 'uet[plot]')"
+        from ..clihelp import MATPLOTLIB_HINT
+
+        return f"no plots: matplotlib is missing ({MATPLOTLIB_HINT})"
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,7 +39,7 @@ def draw(directory: Path, rows: list[dict[str, Any]], options: list[str], *, mer
 
     swept = [c for c in options if len({_label(r.get(c)) for r in rows}) > 1] or [None]
     n = len(swept)
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=_figsize(n), squeeze=False)
     for ax, opt in zip(axes[0], swept):
         for label, fcts in _fct_groups(rows, opt, command).items():
             xs = sorted(x * 1e6 for x in fcts)
@@ -43,11 +50,11 @@ def draw(directory: Path, rows: list[dict[str, Any]], options: list[str], *, mer
                title=f"FCT by {opt}" if opt else "FCT, all runs")
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=6)
+            ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(directory / FILES[0], dpi=80)
+    fig.savefig(directory / FILES[0], dpi=DPI)
     plt.close(fig)
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=_figsize(n), squeeze=False)
     for ax, opt in zip(axes[0], swept):
         groups: dict[str, list[float]] = {}
         for r in rows:
@@ -61,7 +68,7 @@ def draw(directory: Path, rows: list[dict[str, Any]], options: list[str], *, mer
         ax.set(xlabel=opt or "", ylabel=merit, title=f"{merit} by {opt}" if opt else merit)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(directory / FILES[1], dpi=80)
+    fig.savefig(directory / FILES[1], dpi=DPI)
     plt.close(fig)
     return f"plots: {', '.join(str(directory / f) for f in FILES)}"
 
