@@ -80,7 +80,8 @@ KEPT = {
     "sim": (
         '--ack-every-packet --buffer --bytes --cc --corrupt --csig --degrade-link --dup '
         '--ecn-point --ecn-ramp --entropies --epoch-file --fail-link --fail-path --json '
-        '--link-delay --loss --messages --mode --mtu --no-trim --op --paths --pcap --rate '
+        '--link-delay --loss --messages --mode --mtu --no-progress --no-trim --op --paths --pcap '
+        '--progress --rate '
         '--reorder --rtt --sd-key --sdi --seed --ses-header --spray --topology --trace --traffic '
         '--trim --trim-bytes --trim-victim '
         '--tss --tss-aad --tss-kdf-l --tss-mode --window',
@@ -90,7 +91,7 @@ KEPT = {
          'entropies': 64, 'epoch_file': None, 'fail_link': [], 'fail_path': [],
          'json': False, 'link_delay': None, 'loss': 0.0, 'messages': 1, 'mode': 'rud',
          'mtu': 4096, 'no_trim': False, 'op': 'send', 'paths': None, 'pcap': None,
-         'rate': 100.0, 'reorder': 0.0, 'rtt': 10.0, 'sd_key': None, 'sdi': 1, 'seed': 1,
+         'progress': None, 'rate': 100.0, 'reorder': 0.0, 'rtt': 10.0, 'sd_key': None, 'sdi': 1, 'seed': 1,
          'ses_header': 'auto', 'spray': None, 'topology': None, 'trace': False,
          'traffic': None, 'trim': 0.0, 'trim_bytes': 256, 'trim_victim': 'either', 'tss': False,
          'tss_aad': 'addresses', 'tss_kdf_l': 16, 'tss_mode': 'direct', 'window': None}),

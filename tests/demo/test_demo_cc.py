@@ -9,7 +9,8 @@ import shlex
 
 import pytest
 
-from uet.demo.command import format_table, replay_command
+from uet.demo.command import replay_command
+from uet.demo.report import format_table
 from uet.demo.options import add_arguments
 
 from .test_demo import MIB, assert_delivered, demo
@@ -48,7 +49,7 @@ def test_nscc_reps_csig(capsys):
         assert p["rev"]["csig_neutral"] == p["rev"]["forwarded"]  # answers: neutral
     assert s["receiver"]["io_csig_tags"] > 0 and s["receiver"]["csig_bad"] == 0
     assert s["sender"]["csig_unasked"] == 0
-    assert "csig s" in format_table(s) and "max q KB" in format_table(s)
+    assert "csig s" in format_table(s) and "max q KiB" in format_table(s)
 
 
 def test_rccc_with_csig(capsys):

@@ -33,3 +33,23 @@ def test_uud_datagrams_with_equal_bytes_are_not_taken_for_duplicates():
 def test_uud_losses_leave_ok_true_and_show_in_delivered():
     r = Simulator(SimConfig(bytes=256 << 10, mode="uud", loss=0.2, seed=6)).run()
     assert r["ok"] and r["dropped"] > 0 and r["delivered"] == r["sent"] - r["dropped"]
+
+
+def test_uud_goodput_counts_delivered_bytes_and_offered_counts_sent():
+    """UUD (C.8: no reliability): ``goodput_gbps`` is the bytes of the datagrams that arrived over
+    the run's time (issue 31: it counted every datagram sent, 136.5 Gb/s with 26 of 32
+    delivered); ``offered_gbps`` is what was sent over the same time."""
+    r = Simulator(SimConfig(bytes=128 << 10, mode="uud", loss=0.1, seed=1)).run()
+    assert r["ok"] and r["sent"] == 32 and r["delivered"] == 26  # 6 datagrams of 4096 lost
+    assert r["delivered_bytes"] == 26 * 4096
+    t = r["sim_time_s"]
+    assert r["goodput_gbps"] == pytest.approx(26 * 4096 * 8 / t / 1e9)
+    assert r["offered_gbps"] == pytest.approx(32 * 4096 * 8 / t / 1e9)
+    assert r["goodput_gbps"] / r["offered_gbps"] == pytest.approx(26 / 32)
+
+
+def test_uud_goodput_counts_a_duplicated_datagram_once():
+    r = Simulator(SimConfig(bytes=128 << 10, mode="uud", dup=0.3, seed=4)).run()
+    assert r["duplicates"] > 0 and r["delivered"] == r["sent"] + r["duplicates"]
+    assert r["delivered_bytes"] == r["bytes"]  # every datagram arrived; the copies add nothing
+    assert r["goodput_gbps"] == pytest.approx(r["offered_gbps"])

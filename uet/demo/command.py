@@ -32,8 +32,11 @@ both endpoints use standard SES headers only, as the reference provider requires
 AAD leaves the addresses out (``--tss-aad header``; :func:`through_relay`); ``--no-fabric`` keeps
 ``--tss-aad`` as given.
 
-stderr: a progress bar (when stderr is a terminal, or ``--progress``) and, at the end, a per-path
-table (packets, trims, CE marks, drops) and the summary (rich if installed, else plain text).
+stderr: a progress bar (when stderr is a terminal, or ``--progress``) and, at the end, one line
+that says what happened (how many bytes over how many paths, between which addresses, received
+intact or NOT, with the SHA-256 of the data, the time and the goodput), then a per-path table
+(packets, trims, CE marks, drops, queues in KiB, rates in Gb/s) with a legend, and the summary in
+words (:mod:`uet.demo.report`; rich if installed, else plain text). ``--quiet`` keeps the one line.
 With ``--json`` stdout holds exactly one JSON object on one line and nothing else. A run that is
 not ok (a byte missing or wrong, a send that failed, ``--timeout``) exits 1 and prints the command
 line that replays it, with its seed, on stderr; 2 means bad options.
@@ -51,6 +54,7 @@ from typing import Any, Sequence, TextIO
 from .. import cliargs
 from ..fabric.command import check_degrade
 from .options import add_arguments, resolve
+from .report import data_sha256, intact, show
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
@@ -106,7 +110,7 @@ def replay_command(args: argparse.Namespace) -> str:
     return shlex.join(["uet", "demo", *cliargs.replay_words(p, args, leave_out=REPLAY_LEAVES_OUT)])
 
 
-# --- stderr: progress bar and per-path table --------------------------------------------------
+# --- stderr: progress bar (the table and the summary: uet.demo.report) -------------------------
 
 def _mib(n: float) -> str:
     return f"{n / (1 << 20):.1f} MiB"
@@ -158,87 +162,6 @@ class Progress:
             self.out.write("\n")
             self.out.flush()
         self.shown = False
-
-
-FABRIC_COLUMNS = ("path", "state", "entropy", "data pkts", "packets", "answers", "trims", "CE",
-                  "drops", "dups", "reord", "corrupt", "max q KB", "mean q KB")
-
-
-def table_rows(summary: dict[str, Any]) -> tuple[tuple[str, ...], list[list[str]]]:
-    """The per-path table: a header and rows of text."""
-    pp = summary["per_path"]
-    if not summary["fabric"]:
-        head = ("entropy port", "data pkts")
-        rows = [[str(p["entropy_port"]), str(p["data_packets"])] for p in pp]
-        rows.append(["all", str(sum(p["data_packets"] for p in pp))])
-        return head, rows
-    rows = []
-    keys = ("data_packets", "packets", "answers", "trimmed", "ce_marked", "dropped", "duplicated",
-            "reordered", "corrupted")
-    csig = bool(summary.get("csig"))
-    head = FABRIC_COLUMNS + (("rate", "csig s") if csig else ("rate",))
-    for p in pp:
-        ent = ",".join(map(str, p["entropy_ports"][:3])) + ("..." if len(p["entropy_ports"]) > 3 else "")
-        row = [str(p["path"]), "FAILED" if p["failed"] else "up", ent or "-",
-               *(str(p[k]) for k in keys), f"{p.get('max_queue_bytes', 0) / 1024:.0f}",
-               f"{p.get('mean_queue_bytes', 0) / 1024:.1f}", f"{p.get('rate_gbps', 0):g}"]
-        if csig:
-            b = p.get("csig_mean_bucket")
-            row.append("-" if b is None else f"{b:.1f}")
-        rows.append(row)
-    total = ["all", "", "", *(str(sum(p[k] for p in pp)) for k in keys),
-             f"{max((p.get('max_queue_bytes', 0) for p in pp), default=0) / 1024:.0f}",
-             f"{sum(p.get('mean_queue_bytes', 0) for p in pp) / 1024:.1f}",
-             f"{sum(p.get('rate_gbps', 0) for p in pp):g}"]
-    rows.append(total + ([""] if csig else []))
-    return head, rows
-
-
-def format_table(summary: dict[str, Any]) -> str:
-    head, rows = table_rows(summary)
-    w = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
-    line = lambda cells: "  ".join(c.rjust(w[i]) for i, c in enumerate(cells))  # noqa: E731
-    return "\n".join([line(head), *(line(r) for r in rows)]) + "\n"
-
-
-SUMMARY_KEYS = ("ok", "addresses", "bytes", "messages", "mode", "mtu", "ses_header", "fabric",
-                "cc", "spray",
-                "csig", "wall_time_s", "goodput_gbps", "goodput_MBps", "packets_sent",
-                "retransmissions",
-                "spurious_retransmissions", "trimmed", "dropped", "ecn_marked", "corrupted",
-                "duplicated", "reordered", "bad_crc", "nacks", "rto", "tlp", "paths_used", "paths",
-                "entropies", "cwnd_bytes", "credit_granted", "csig_selector", "socket_drops",
-                "failures", "seed")
-
-
-def show(summary: dict[str, Any], out: TextIO) -> None:
-    """The per-path table and the main figures on ``out`` (rich when installed)."""
-    head, rows = table_rows(summary)
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        out.write(format_table(summary))
-        for k in SUMMARY_KEYS:
-            if k in summary:
-                out.write(f"{k:>26}: {summary[k]}\n")
-        out.flush()
-        return
-    tty = hasattr(out, "isatty") and out.isatty()
-    console = Console(file=out, width=None if tty else 132)
-    t = Table(title="uet demo: per path" if summary["fabric"] else "uet demo: per entropy port")
-    for h in head:
-        t.add_column(h, justify="right", no_wrap=True)
-    for r in rows:
-        t.add_row(*r)
-    console.print(t)
-    s = Table(show_header=False)
-    s.add_column(justify="right")
-    s.add_column()
-    for k in SUMMARY_KEYS:
-        if k in summary:
-            s.add_row(k, str(summary[k]))
-    console.print(s)
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -302,8 +225,12 @@ def _run(args: argparse.Namespace, cfg: Any, err: TextIO) -> int:
             sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
         print(f"uet demo: {summary['too_big']}", file=err, flush=True)
         return 2
-    if not args.quiet:
-        show(summary, err)
+    sha = None
+    if intact(summary):  # the bytes sent, which every delivered message matched (uet.demo.run)
+        from .run import payload
+
+        sha = data_sha256(payload(cfg))
+    show(summary, err, sha256=sha, table=not args.quiet)  # --quiet: the one line only
     if args.json:
         sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
         sys.stdout.flush()

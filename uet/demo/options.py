@@ -80,7 +80,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"give up (and report failure) after S seconds (default {DEFAULT_TIMEOUT:g})")
     cliopts.add_progress_argument(p)
     p.add_argument("--quiet", "-q", action="store_true",
-                   help="no per-path table or summary on stderr (errors and the replay line still)")
+                   help="only the one line that says what happened: no per-path table or "
+                        "summary on stderr (errors and the replay line still)")
 
 
 def resolve(args: argparse.Namespace) -> None:

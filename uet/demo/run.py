@@ -525,6 +525,10 @@ async def _settle(fab: Any, rx: Any, tx: Any) -> None:
             await trio.sleep(0.005)
 
 
+#: what _verify says of bytes that arrived wrong (uet.demo.report tells intact from not by them)
+WRONG_BYTES = ("delivered out of order or with other bytes", "match nothing that was sent")
+
+
 def _verify(cfg: DemoConfig, msgs: list[bytes], want: list[bytes], got: list[Any],
             failures: list[str]) -> bool:
     """Every message delivered and equal (SHA-256) to what was sent: in order for ROD, as a
@@ -537,7 +541,7 @@ def _verify(cfg: DemoConfig, msgs: list[bytes], want: list[bytes], got: list[Any
     if cfg.mode == "rod":
         bad = [i for i, (a, b) in enumerate(zip(digests, want)) if a != b]
         if bad:
-            failures.append(f"ROD: message(s) {bad[:5]} delivered out of order or with other bytes")
+            failures.append(f"ROD: message(s) {bad[:5]} {WRONG_BYTES[0]}")
             ok = False
     else:
         pool: dict[bytes, int] = {}
@@ -550,7 +554,7 @@ def _verify(cfg: DemoConfig, msgs: list[bytes], want: list[bytes], got: list[Any
             else:
                 wrong += 1
         if wrong:
-            failures.append(f"{wrong} delivered message(s) match nothing that was sent")
+            failures.append(f"{wrong} delivered message(s) {WRONG_BYTES[1]}")
             ok = False
     return ok
 

@@ -130,6 +130,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--pcap", metavar="FILE", help="write every frame of the run (virtual timestamps)")
     p.add_argument("--trace", action="store_true", help="a ladder of packet events on stderr")
+    cliopts.add_progress_argument(p)  # uet.sim.progress: a line a second once a run takes that
 
 
 def add_topology_arguments(p: argparse.ArgumentParser) -> Any:
@@ -238,7 +239,7 @@ def fabric_config_from_args(args: argparse.Namespace) -> "FabricSimConfig":
 
 
 #: what a replay line leaves out: the outputs, which do not change the run
-REPLAY_LEAVES_OUT = ("json", "pcap", "trace")
+REPLAY_LEAVES_OUT = ("json", "pcap", "trace", "progress")
 
 
 def replay_command(args: argparse.Namespace) -> str:
@@ -288,6 +289,7 @@ def run_command(args: argparse.Namespace) -> int:
         else:
             sim = Simulator(config_from_args(args, security), trace=err if args.trace else None,
                             pcap=pcap)
+        sim.progress = progress_hook(args, err)
         summary = sim.run()
         if pcap is not None:
             pcap.close()  # here, not only in finally: a full disk shows up at the last flush
@@ -315,6 +317,18 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"uet sim: FAILED; replay with: {replay_command(args)}", file=err)
         return 1
     return 0
+
+
+def progress_hook(args: argparse.Namespace, err: Any) -> Any:
+    """The simulators' progress hook (uet.sim.progress) on ``err``: with ``--progress``, or when
+    ``err`` is a terminal and not ``--no-progress`` (``--json`` or not: stdout keeps the JSON
+    alone); None when off."""
+    from .progress import Progress
+
+    wanted = getattr(args, "progress", None)
+    if wanted is None:
+        wanted = hasattr(err, "isatty") and err.isatty()
+    return Progress(err, forced=bool(getattr(args, "progress", None))) if wanted else None
 
 
 def _fabric_simulator(args: argparse.Namespace) -> Any:

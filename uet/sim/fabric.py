@@ -77,6 +77,7 @@ from ..payload import seeded_bytes
 from ..wire.trailer import TRAILER_LEN
 from .frames import HDRS, FrameCache, PcapWriter, insert_tag, set_ce, strip_tag, trim
 from .metrics import fct_summary
+from .progress import EVERY_EVENTS
 from .summary import goodput_gbps, merge_nacks, transfer_summary
 from .traffic import Flow, TrafficError, make_flows
 from .workloads import buffer_len, same_bytes
@@ -176,8 +177,13 @@ class _Switch:
 
 
 class FabricSimulator:
-    def __init__(self, cfg: FabricSimConfig, *, pcap: Any = None):
+    def __init__(self, cfg: FabricSimConfig, *, pcap: Any = None,
+                 progress: Callable[[dict], None] | None = None):
+        """``progress(snapshot)``: called every ``EVERY_EVENTS`` events of the run and once at
+        its end (``final`` True) with the virtual time and the flows complete (uet.sim.progress
+        words it and keeps to the wall clock); ``uet sim`` sets the attribute."""
         self.cfg = cfg
+        self.progress = progress
         kind, nums = parse_topology(cfg.topology)
         self.topo: Topology = build(kind, nums)
         self.flows: list[Flow] = make_flows(cfg.traffic, hosts=self.topo.hosts,
@@ -219,6 +225,7 @@ class FabricSimulator:
         self.data_keys: set[int] = set()  # the 5-tuples that carried data (paths_used)
         self.open_flows = len(self.flows)  # run() counts it down
         self._ticks = 0  # sample_every's events in the heap
+        self._ideal: float | None = None  # ideal_fct(), once progress asks for it
 
     def attach_pcap(self, fh: Any) -> None:
         """Capture every frame a host sends, at its send time, and every frame the switches
@@ -507,6 +514,8 @@ class FabricSimulator:
         heap = self.heap
         pop = heapq.heappop
         limit = cfg.time_limit_s
+        progress = self.progress
+        tick = EVERY_EVENTS
         while heap:
             t, _, action, a, b = pop(heap)
             if t > limit:
@@ -514,6 +523,11 @@ class FabricSimulator:
                 break
             self.now = t
             action(t, a, b)
+            if progress is not None:
+                tick -= 1
+                if not tick:
+                    tick = EVERY_EVENTS
+                    progress(self._snapshot())
             if self.open_flows <= 0 and self.delivered + self.failed_flows >= len(self.flows):
                 break
         else:
@@ -522,7 +536,17 @@ class FabricSimulator:
                                      "not complete")
         if self.delivered < len(self.flows) and not self.failures:
             self.failures.append(f"{self.delivered} of {len(self.flows)} flows delivered")
+        if progress is not None:
+            progress({**self._snapshot(), "final": True})
         return self._summary(time.perf_counter() - wall0)
+
+    def _snapshot(self) -> dict[str, Any]:
+        if self._ideal is None:  # a yardstick for how far the run is (flows end late)
+            self._ideal = self.ideal_fct()
+        failed = self.failed_flows
+        return {"sim_time_s": self.now, "flows": len(self.flows), "ideal_s": self._ideal,
+                "flows_complete": len(self.flows) - self.open_flows - failed,
+                "flows_failed": failed}
 
     def ideal_fct(self) -> float:
         """The wire bytes crossing the busiest link, over its rate, plus the largest unloaded

@@ -40,7 +40,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from .. import native
 from ..payload import seeded_bytes
@@ -53,6 +53,7 @@ from ..pds.datagram import DSCP_CONTROL, ECT0, ECT1
 from ..ses import SesConfig
 from ..wire.enums import CTL_TYPE, PDS_TYPE, REQUEST_TYPES, nack_name
 from .frames import HDRS, FrameCache, PcapWriter, set_ce, trim
+from .progress import EVERY_EVENTS
 from .summary import goodput_gbps, merge_nacks, transfer_summary
 from .workloads import Workload
 
@@ -122,8 +123,13 @@ def describe(payload: bytes) -> str:
 
 
 class Simulator:
-    def __init__(self, cfg: SimConfig, *, trace: TextIO | None = None, pcap: Any = None):
+    def __init__(self, cfg: SimConfig, *, trace: TextIO | None = None, pcap: Any = None,
+                 progress: Callable[[dict], None] | None = None):
+        """``progress(snapshot)``: called every ``EVERY_EVENTS`` events of the run and once at
+        its end (``final`` True) with the virtual time, the data packets A sent and the messages
+        delivered (uet.sim.progress words it and keeps to the wall clock)."""
         self.cfg = cfg
+        self.progress = progress
         self.rng = random.Random(cfg.seed)
         self.trace = trace
         self.pcap = PcapWriter(pcap) if pcap is not None else None
@@ -246,6 +252,10 @@ class Simulator:
             if dup_at is not None:
                 push(heap, (dup_at, next(seq), dst, header, data, (mark & DAMAGED) | MODIFIED))
 
+    def _snapshot(self, wl: Workload) -> dict[str, Any]:
+        return {"sim_time_s": self.now, "data_packets": self.data_pkts,
+                "delivered": wl.delivered, "sent": len(self.msgs)}
+
     def network_counters(self) -> dict[str, int]:
         """The links' counters summed over paths and directions."""
         tot = {k: 0 for k in COUNTERS}
@@ -294,12 +304,19 @@ class Simulator:
         # the event queues (deques, read-only here): looked at before anything is called
         pds_events = {a: a.ep.pds.events, b: b.ep.pds.events}
         ses_events = (a.ep.ses.event_queue, b.ep.ses.event_queue)
+        progress = self.progress
+        tick = EVERY_EVENTS
         while heap:
             t, _, host, header, payload, flags = pop(heap)
             if t > limit:
                 failures.append(f"time limit {limit}s reached")
                 break
             self.now = t
+            if progress is not None:
+                tick -= 1
+                if not tick:
+                    tick = EVERY_EVENTS
+                    progress(self._snapshot(wl))
             if header is not None:
                 if flags & MODIFIED and pcap is not None:
                     pcap.write(t, header + payload)
@@ -350,6 +367,8 @@ class Simulator:
             failures.append(f"stalled at {self.now:.6f}s with {len(wl.pending)} operation(s) "
                             "not complete")
         failures.extend(wl.check())
+        if progress is not None:
+            progress({**self._snapshot(wl), "final": True})
         wall = time.perf_counter() - wall0
         sim_time = last_delivery or self.now
         ok = not failures
@@ -381,6 +400,11 @@ class Simulator:
             summary["tss"] = {k: sa[k] + sb[k] for k in sorted(sa) if k.startswith("tss_")}
         if cfg.op == "send" and cfg.mode == "uud":
             summary["duplicates"] = wl.duplicates
+            # UUD loses datagrams by design (C.8), so its goodput is what arrived, each
+            # datagram once; what was sent, over the same time, is the offered rate
+            summary["goodput_gbps"] = goodput_gbps(wl.delivered_bytes, sim_time)
+            summary["offered_gbps"] = goodput_gbps(nbytes, sim_time)
+            summary["delivered_bytes"] = wl.delivered_bytes
         return summary
 
 

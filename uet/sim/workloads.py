@@ -19,7 +19,8 @@ and the check of what arrived. ``ok`` needs every operation complete and the res
   (``delivered`` counts every datagram handed up, duplicates included; ``duplicates`` those). A
   UUD datagram carries no PSN (B.14), so a receiver cannot tell a copy the network made from a
   second datagram with the same bytes: UUD delivers duplicates (choice, facts C.8: no
-  reliability at all).
+  reliability at all). ``goodput_gbps`` counts the bytes of the datagrams delivered, each at most
+  as often as it was sent (``delivered_bytes``); ``offered_gbps`` those sent, over the same time.
 
 ``--mode rudi`` (write and read only: C.8 idempotent operations) and ``--mode uud`` carry
 single-packet requests (HOST-H2 of uet/host.py), so the simulator cuts the bytes into messages of at
@@ -124,6 +125,15 @@ class Workload:
     @property
     def bytes(self) -> int:
         return 8 * len(self.msgs) if self.op == "atomic" else sum(len(m) for m in self.msgs)
+
+    @property
+    def delivered_bytes(self) -> int:
+        """UUD: the bytes of the datagrams B got, each sent datagram counted at most as many times
+        as it was sent (a copy the network made delivers nothing new); else :attr:`bytes` (the
+        other workloads are ok only when every byte arrived)."""
+        if self.op == "send" and self.mode == "uud":
+            return sum(len(m) * min(k, self.sent_count[m]) for m, k in self.got_count.items())
+        return self.bytes
 
     @property
     def delivered(self) -> int:
