@@ -221,7 +221,7 @@ class _Checker:
         if command == "sim":
             from ..sim.command import add_arguments
 
-            add_arguments(p, ses=True)
+            add_arguments(p)
         else:
             from ..compare.command import add_arguments as add_compare
 
