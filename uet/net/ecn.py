@@ -42,7 +42,9 @@ def red_mark(depth: float, kmin: float, kmax: float, rng: random.Random,
 def ecn_mark(port: object, pkt: object, depth: float, kmax: float, pmax: float = 1.0) -> None:
     """NET-N1 on a port object (``kmin``, ``rng``, ``ce_marked``) and a packet object (``ect``,
     ``ce``): mark ``pkt`` and count it when it is ECN-capable and NET-N1 says so."""
-    if pkt.ect and red_mark(depth, port.kmin, kmax, port.rng, pmax):  # type: ignore[attr-defined]
+    # depth > kmin first: N1 never marks at or below it, and most packets see a short queue
+    if (pkt.ect and depth > port.kmin  # type: ignore[attr-defined]
+            and red_mark(depth, port.kmin, kmax, port.rng, pmax)):  # type: ignore[attr-defined]
         pkt.ce = True  # type: ignore[attr-defined]
         port.ce_marked += 1  # type: ignore[attr-defined]
 
