@@ -6,12 +6,14 @@ is the run's summary as it is. Small live runs bounded by ``--timeout``; no timi
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 import sys
 
 import pytest
 
+from uet.demo import report
 from uet.demo.command import main
 from uet.demo.report import headline, intact, plain, summary_rows
 from uet.payload import seeded_bytes
@@ -137,3 +139,23 @@ def test_with_rich_the_first_line_is_still_one_plain_line(capsys):
     rc, s, err = run(capsys, "--bytes", "256k", "--seed", "3", "--loss", "0", "--trim", "0")
     assert rc == 0 and HEAD.match(err[0]), err[:2]
     assert REPRS.search("\n".join(err)) is None
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_rich_draws_only_on_a_terminal_and_a_pipe_gets_plain_columns(capsys):
+    """With rich installed, a terminal gets its table; a file or a pipe the plain columns (the
+    same whatever is installed), and the headline is one plain line either way."""
+    pytest.importorskip("rich")  # the dev extra installs it
+    rc, summary, _ = run(capsys, "--bytes", "256k", "--seed", "3", "--loss", "0", "--trim", "0")
+    assert rc == 0
+    pipe, tty = io.StringIO(), _Terminal()
+    report.show(summary, pipe, sha256="ab" * 32)
+    report.show(summary, tty, sha256="ab" * 32)
+    plain = pipe.getvalue().splitlines()
+    assert plain[0] == tty.getvalue().splitlines()[0] and HEAD.match(plain[0])
+    assert plain[1].split()[:2] == ["path", "state"]  # format_table's header
+    assert "\u2500" not in pipe.getvalue() and "\u2500" in tty.getvalue()  # rich's box lines

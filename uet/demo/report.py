@@ -217,12 +217,14 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
 
 def show(summary: dict[str, Any], out: TextIO, *, sha256: str | None,
          table: bool = True) -> None:
-    """The headline, then (``table``) the per-path table, its legend and the summary, on ``out``
-    (rich when installed)."""
+    """The headline, then (``table``) the per-path table, its legend and the summary, on ``out``:
+    drawn with rich when it is installed and ``out`` is a terminal, else plain text (a file or a
+    pipe gets the same columns whatever is installed, for a script that reads them)."""
     first = f"uet demo: {headline(summary, sha256)}"
+    tty = hasattr(out, "isatty") and out.isatty()
     try:
-        if not table:
-            raise ImportError  # one line: plain text
+        if not table or not tty:
+            raise ImportError  # plain text
         from rich.console import Console
         from rich.markup import escape
         from rich.table import Table
@@ -235,8 +237,7 @@ def show(summary: dict[str, Any], out: TextIO, *, sha256: str | None,
             _plain_rows(summary_rows(summary), out)
         out.flush()
         return
-    tty = hasattr(out, "isatty") and out.isatty()
-    console = Console(file=out, width=None if tty else 200)  # a file: the table uncut
+    console = Console(file=out)
     console.print(first, markup=False, highlight=False, soft_wrap=True)  # one line
     head, rows = table_rows(summary)
     t = Table(title="uet demo: per path" if summary["fabric"] else "uet demo: per entropy port",
