@@ -289,10 +289,22 @@ def test_human_output_counts_the_flows_and_points_to_json(capsys):
     assert (rc, out) == (0, "")
     lines = err.splitlines()
     assert f"{'flows':>26}: 4 (each in --json)" in lines
-    assert f"{'ok':>26}: True" in lines
+    assert f"{'ok':>26}: yes" in lines
     assert f"{'completed':>26}: 4" in lines
     assert all(line[26:28] == ": " for line in lines)
     assert "replay with" not in err
+
+
+@pytest.mark.parametrize("line", ["--bytes 64k --loss 0.05 --seed 4",
+                                  "--topology leafspine:5,1,1 --traffic incast:4 --bytes 64k"])
+def test_human_output_is_in_words_not_python_reprs(line, capsys):
+    """Without --json, values read as words (yes/no, none, "TRIMMED 3"), never True, None,
+    {} or {'TRIMMED': 3}; --json keeps them as they are."""
+    rc, out, err = run(line, capsys)
+    assert (rc, out) == (0, "")
+    values = [ln[28:] for ln in err.splitlines()]
+    assert not [v for v in values if v in ("True", "False", "None", "{}", "[]")
+                or v.startswith(("{'", "['"))]
 
 
 # --- a failed run and its replay -----------------------------------------------------------------
@@ -321,7 +333,7 @@ def test_failed_run_human_output_ends_with_the_replay_line(capsys):
     rc, out, err = run(FAILING, capsys)
     assert (rc, out) == (1, "")
     lines = err.splitlines()
-    assert f"{'ok':>26}: False" in lines
+    assert f"{'ok':>26}: no" in lines
     assert lines[-1] == f"uet sim: FAILED; replay with: {FAILING_REPLAY}"
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Sequence, TextIO
 
+from ..words import plain
+
 SHA_HEX = 16  # hex digits of the SHA-256 the headline shows
 
 FABRIC_COLUMNS = ("path", "state", "entropy", "data pkts", "packets", "answers", "trims", "CE",
@@ -142,22 +144,6 @@ def format_table(summary: dict[str, Any]) -> str:
     w = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
     line = lambda cells: "  ".join(c.rjust(w[i]) for i, c in enumerate(cells))  # noqa: E731
     return "\n".join([line(head), *(line(r) for r in rows)]) + "\n"
-
-
-def plain(value: Any) -> str:
-    """A value in words: yes/no, none, ``K V, K V`` for a map, items joined for a list, numbers
-    as they are (floats to 6 significant digits)."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {plain(v)}" for k, v in value.items()) or "none"
-    if isinstance(value, (list, tuple)):
-        return "; ".join(map(plain, value)) or "none"
-    return str(value)
 
 
 def _window(w: dict[str, Any] | None) -> str:

@@ -25,6 +25,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import cliargs, cliopts
+from ..words import plain
 from ..net.ecn import ECN_POINT, ECN_POINTS, TRIM_VICTIM, TRIM_VICTIMS
 from ..net.topology import LinkError, TopologyError, parse_topology
 from .traffic import TrafficError, parse_traffic
@@ -308,10 +309,8 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     else:
         for k, v in summary.items():
-            if k == "flows":  # one line per flow is too many to read: --json has them
-                v = f"{len(v)} (each in --json)"
-            elif type(v) is float:  # readable; --json keeps every digit
-                v = f"{v:.6g}"
+            # in words (yes/no, none, K V): --json keeps the values as they are, every digit
+            v = f"{len(v)} (each in --json)" if k == "flows" else plain(v)
             print(f"{k:>26}: {v}", file=err)
     if not summary["ok"]:
         print(f"uet sim: FAILED; replay with: {replay_command(args)}", file=err)
