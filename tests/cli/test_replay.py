@@ -82,8 +82,8 @@ KEPT = {
         '--ecn-point --ecn-ramp --entropies --epoch-file --fail-link --fail-path --json '
         '--link-delay --loss --messages --mode --mtu --no-progress --no-trim --op --paths --pcap '
         '--progress --rate '
-        '--reorder --rtt --sd-key --sdi --seed --ses-header --spray --topology --trace --traffic '
-        '--trim --trim-bytes --trim-victim '
+        '--reorder --reps-recycle --rtt --sd-key --sdi --seed --ses-header --spray --topology '
+        '--trace --traffic --trim --trim-bytes --trim-victim '
         '--tss --tss-aad --tss-kdf-l --tss-mode --window',
         {'ack_every_packet': False, 'buffer': None, 'bytes': 4194304, 'cc': None,
          'corrupt': 0.0, 'csig': None, 'degrade_link': [], 'dup': 0.0, 'ecn_point': 'dequeue',
@@ -91,7 +91,8 @@ KEPT = {
          'entropies': 64, 'epoch_file': None, 'fail_link': [], 'fail_path': [],
          'json': False, 'link_delay': None, 'loss': 0.0, 'messages': 1, 'mode': 'rud',
          'mtu': 4096, 'no_trim': False, 'op': 'send', 'paths': None, 'pcap': None,
-         'progress': None, 'rate': 100.0, 'reorder': 0.0, 'rtt': 10.0, 'sd_key': None, 'sdi': 1, 'seed': 1,
+         'progress': None, 'rate': 100.0, 'reorder': 0.0, 'reps_recycle': 'acked', 'rtt': 10.0,
+         'sd_key': None, 'sdi': 1, 'seed': 1,
          'ses_header': 'auto', 'spray': None, 'topology': None, 'trace': False,
          'traffic': None, 'trim': 0.0, 'trim_bytes': 256, 'trim_victim': 'either', 'tss': False,
          'tss_aad': 'addresses', 'tss_kdf_l': 16, 'tss_mode': 'direct', 'window': None}),

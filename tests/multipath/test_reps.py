@@ -69,6 +69,87 @@ def test_r1_an_echo_of_an_ev_outside_values_is_not_recycled():
     assert sel.next(0.0) == explorations(1)[0]
 
 
+def ack_group(sel: Reps, evs, *, ce: bool = False) -> None:
+    """One coalesced ACK: the packets sent on ``evs`` delivered (CACK/SACK), in order, then the
+    ACK itself, echoing the EV of the last one (the request that made it)."""
+    for ev in evs:
+        sel.on_delivered(now=0.0, ev=ev)
+    sel.on_ack(now=0.0, ev=evs[-1], ce=ce)
+
+
+def test_e6_reps_recycles_the_ev_of_every_packet_a_coalesced_ack_acknowledges():
+    sel = reps()  # recycle="acked", the default
+    ack_group(sel, [101, 104, 102, 106])  # a 16 KiB ACK over four 4 KiB packets
+    assert sel.ring[:4] == [(101, True), (104, True), (102, True), (106, True)]
+    assert sel.counters["recycled"] == 4  # the echo (106) is among them: not twice
+    assert [sel.next(0.0) for _ in range(5)] == [101, 104, 102, 106, explorations(1)[0]]
+
+
+def test_e6_reps_echoed_recycles_only_the_ev_the_ack_echoes_as_htsim():
+    sel = reps(recycle="echoed")
+    ack_group(sel, [101, 104, 102, 106])
+    assert sel.ring[:2] == [(106, True), (None, False)]  # one EV in four comes back (E.6)
+    assert sel.counters["recycled"] == 1
+    assert [sel.next(0.0) for _ in range(3)] == [106, *explorations(2)]
+
+
+def test_r1_a_ce_ack_recycles_the_unmarked_packets_and_forgets_the_marked_ones_ev():
+    sel = reps()
+    sel.on_ack(now=0.0, ev=105, ce=False)  # 105 stored and valid before
+    ack_group(sel, [103, 105, 101, 105], ce=True)  # ACK_ON_ECN: the last packet was marked
+    # 103, 105 (its unmarked copy) and 101 recycled, then CE forgets every valid 105
+    assert sel.ring[:4] == [(105, False), (103, True), (105, False), (101, True)]
+    assert sel.counters["forgotten"] == 2
+    assert [sel.next(0.0) for _ in range(3)] == [103, 101, explorations(1)[0]]
+
+
+def test_r1_an_ack_that_acknowledges_nothing_new_recycles_its_echo():
+    sel = reps()
+    ack_group(sel, [101, 102])
+    sel.on_ack(now=0.0, ev=107, ce=False)  # a duplicate ACK or a probe's answer
+    assert [ev for ev, valid in sel.ring if valid] == [101, 102, 107]
+
+
+def test_r1_recycle_is_checked_and_acked_evs_outside_values_are_not_recycled():
+    with pytest.raises(ValueError, match="acked, echoed"):
+        reps(recycle="all")
+    sel = reps()
+    ack_group(sel, [0x4242, 103, 0x4242])  # foreign EVs (E.5's 0x4242) among the acked
+    assert [ev for ev, valid in sel.ring if valid] == [103]
+
+
+def _slow_share(recycle: str, packets: int = 2000) -> tuple[int, int]:
+    """A seeded two-path model of ``uet compare degraded-link``: odd EVs hash onto a slow path
+    whose queue CE-marks every packet, even EVs onto a clean one; the receiver ACKs every 4
+    packets (16 KiB of 4 KiB) and at once for a CE-marked one (C.3 ACK_ON_ECN). Returns
+    (packets REPS put on the slow path, of which in the second half)."""
+    vals = list(range(200, 264))  # --entropies 64
+    sel = Reps(vals, random.Random(SEED), recycle=recycle)
+    slow = late = 0
+    group: list[int] = []
+    for i in range(packets):
+        ev = sel.next(0.0)
+        marked = ev % 2 == 1
+        slow += marked
+        late += marked and i >= packets // 2
+        group.append(ev)
+        if marked or len(group) == 4:
+            ack_group(sel, group, ce=marked)
+            group = []
+    return slow, late
+
+
+def test_e6_reps_stops_choosing_ce_marked_paths_when_every_acked_packet_recycles():
+    acked, acked_late = _slow_share("acked")
+    echoed, echoed_late = _slow_share("echoed")
+    # "acked": a clean ACK gives back its four EVs, a marked one is forgotten, so once the
+    # first explorations found the clean path the ring never runs dry and nothing is sent on
+    # the slow path again; "echoed": a clean ACK gives back one EV in four, a marked one none,
+    # so almost every packet is a fresh exploration and half go on the slow path (seeded: exact)
+    assert (acked, acked_late) == (3, 0)
+    assert (echoed, echoed_late) == (1018, 505)
+
+
 # --- MULTIPATH-R3: forgetting -------------------------------------------------------------------------------
 
 def test_e6_reps_forgets_ev_on_ce():
@@ -275,12 +356,13 @@ HOOKS = st.one_of(
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(HOOKS, max_size=60), st.integers(0, 2 ** 16), st.integers(1, 8),
-       st.integers(1, 8), st.booleans(), st.booleans())
-def test_any_hook_sequence_never_raises_and_next_stays_in_values(ops, seed, n, ring, trim, obl):
+       st.integers(1, 8), st.booleans(), st.booleans(), st.sampled_from(["acked", "echoed"]))
+def test_any_hook_sequence_never_raises_and_next_stays_in_values(ops, seed, n, ring, trim, obl,
+                                                                 recycle):
     vals = VALS[:n]
     sel = (ObliviousSpray(vals, random.Random(seed)) if obl else
            Reps(vals, random.Random(seed), ring_size=ring, freeze_time=5e-3,
-                explore_after_freeze=3, forget_on_trim=trim))
+                explore_after_freeze=3, forget_on_trim=trim, recycle=recycle))
     now = 0.0
     for op in ops:
         kind = op[0]

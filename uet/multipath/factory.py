@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..cms.csig import Scale
 from .base import EntropySelector
 from .csig import CsigSelector
+from .reps import REPS_RECYCLE
 from .spray import SELECTOR_KINDS, make_selector
 
 
@@ -28,6 +29,7 @@ class SelectorSpec:
     values: Sequence[int] | None = None    # its EVs (a live endpoint's entropy ports); None:
                                            # ``entropy_values`` seeded ones per PDC
     rehash_on_timeout: bool = True         # ``single``: a timeout moves to a new random EV
+    reps_recycle: str = REPS_RECYCLE       # ``reps``: MULTIPATH-R1's choice (reps.py)
     csig_scale: Scale | None = None        # the CSIG selector's scale (CMS-C2) ...
     csig_knobs: Mapping[str, float] = field(default_factory=dict)  # ... and MULTIPATH-K2 to MULTIPATH-K4 knobs
     alias: Callable[[int], int] | None = None  # a reflected EV -> ours (a relay remapped it)
@@ -49,7 +51,8 @@ class SelectorFactory:
     def __call__(self, cfg: Any, rng: random.Random) -> EntropySelector:
         spec = self.spec
         sel = make_selector(spec.kind, cfg.entropy_values, rng, values=spec.values,
-                            rehash_on_timeout=spec.rehash_on_timeout)
+                            rehash_on_timeout=spec.rehash_on_timeout,
+                            reps_recycle=spec.reps_recycle)
         if cfg.csig is not None:
             sel = CsigSelector(sel, t=cfg.csig, scale=spec.csig_scale, alias=spec.alias,
                                **spec.csig_knobs)

@@ -5,12 +5,24 @@ failed EV, whatever these policies choose.
 
 REPS keeps a ring of ``ring_size`` slots {EV, valid}; the rules:
 
-  MULTIPATH-R1  recycle (E.5, E.6): an ACK without CE puts the EV it echoes (the EV of the request it
-      acknowledges) into the next slot of the ring, overwriting what was there, as valid. Only
-      EVs of ``values`` are recycled: an echo of an EV this sender never sprays on (RP's fixed
-      control EV, E.5; a peer's bug) must not become a path to send on.
+  MULTIPATH-R1  recycle (E.5, E.6): an ACK without CE puts EVs into the next slots of the ring,
+      overwriting what was there, as valid. Which EVs is ``recycle``'s choice (E.6's rule and its
+      note on htsim's ACKs differ; E.5 says "an EV that comes back on an ACK"):
+      ``"acked"`` (the default) recycles the EV of every packet the ACK newly acknowledges (CACK
+      or SACK: the ``on_delivered`` calls since the last ACK, in that order, the last
+      ``ring_size`` of them: more would overwrite each other), and the EV it
+      echoes if that is not among them: E.6's "the EV of a packet acknowledged without CE is put
+      back". ``"echoed"`` recycles only the EV the ACK echoes (the EV of the request that made
+      it), as htsim does, where a 16 KiB coalesced ACK returns about a quarter of the EVs (E.6):
+      with 4 KiB packets three EVs in four are then explored at random (MULTIPATH-R4), so a PDC
+      goes on spreading evenly over a slow path (``uet compare degraded-link``). A coalesced
+      ACK without CE speaks for every packet it covers: the receiver ACKs a CE-marked packet at
+      once (C.3 ACK_ON_ECN), so the packets before it were not marked. An ACK with CE recycles
+      the other EVs it acknowledges, then forgets its own (MULTIPATH-R3). Only EVs of ``values`` are
+      recycled: an echo of an EV this sender never sprays on (RP's fixed control EV, E.5; a
+      peer's bug) must not become a path to send on.
   MULTIPATH-R2  reuse (E.5, E.6): :meth:`choose` takes the oldest valid EV and invalidates its slot, so a
-      recycled EV carries one packet per recycling (one ACK, one reuse).
+      recycled EV carries one packet per recycling (one acknowledged packet, one reuse).
   MULTIPATH-R3  forget (E.6): CE on an ACK, or a NACK, forgets that EV: every valid slot holding it is
       invalidated. TRIMMED (0x01) and TRIMMED_ACK (0x03) NACKs forget only with
       ``forget_on_trim`` (default True). htsim counts a trim at the last hop as good (the
@@ -59,6 +71,8 @@ NACK_TRIMMED = NACK_BY_NAME["TRIMMED"]  # B.11 0x01: trimmed somewhere in the fa
 NACK_TRIMMED_LASTHOP = NACK_BY_NAME["TRIMMED_LASTHOP"]  # B.11 0x02: the receiver's hop (MULTIPATH-R3)
 NACK_TRIMMED_ACK = NACK_BY_NAME["TRIMMED_ACK"]  # B.11 0x03: a read-data ACK trimmed (MULTIPATH-R3)
 _FABRIC_TRIMS = frozenset({NACK_TRIMMED, NACK_TRIMMED_ACK})  # the trims forget_on_trim governs
+REPS_RECYCLE_CHOICES = ("acked", "echoed")  # MULTIPATH-R1: E.6's per packet, or htsim's echo only
+REPS_RECYCLE = "acked"  # MULTIPATH-R1's default (E.6: "the EV of a packet acknowledged without CE")
 
 
 class Reps(EntropySelector):
@@ -67,8 +81,13 @@ class Reps(EntropySelector):
     def __init__(self, values: Sequence[int], rng: random.Random, *,
                  ring_size: int = REPS_RING_SIZE, freeze_time: float = REPS_FREEZE_TIME,
                  explore_after_freeze: int = REPS_EXPLORE_AFTER_FREEZE,
-                 forget_on_trim: bool = True):
+                 forget_on_trim: bool = True, recycle: str = REPS_RECYCLE):
         super().__init__(values)
+        if recycle not in REPS_RECYCLE_CHOICES:
+            raise ValueError(f"recycle must be one of {', '.join(REPS_RECYCLE_CHOICES)}, "
+                             f"got {recycle!r}")
+        self.recycle = recycle
+        self._acked: list[int] = []  # MULTIPATH-R1 "acked": EVs delivered since the last ACK
         if ring_size < 1:
             raise ValueError(f"ring_size must be at least 1, got {ring_size}")
         if freeze_time < 0 or explore_after_freeze < 0:
@@ -161,12 +180,29 @@ class Reps(EntropySelector):
 
     # --- hooks (each keeps the base's health rules MULTIPATH-H1 to MULTIPATH-H4 going first) --------------------------
 
+    def on_delivered(self, *, now: float, ev: int) -> None:
+        super().on_delivered(now=now, ev=ev)
+        if self.recycle == "acked" and ev in self._members:
+            acked = self._acked
+            if len(acked) >= self.ring_size:
+                del acked[0]  # more would only overwrite each other in the ring
+            acked.append(ev)  # MULTIPATH-R1: recycled (or not) when its ACK is done
+
     def on_ack(self, *, now: float, ev: int, ce: bool) -> None:
         super().on_ack(now=now, ev=ev, ce=ce)
+        acked = self._acked
+        if acked:
+            self._acked = []
+            if ce and ev in acked:
+                # the marked packet made the ACK (ACK_ON_ECN), so it is the last one on ``ev``:
+                # its EV is forgotten below (MULTIPATH-R3), the others' are recycled
+                del acked[len(acked) - 1 - acked[::-1].index(ev)]
+            for e in acked:
+                self._recycle(e)  # MULTIPATH-R1 "acked"
         if ce:
             self._forget(ev)  # MULTIPATH-R3
-        elif ev in self._members:
-            self._recycle(ev)  # MULTIPATH-R1
+        elif ev in self._members and ev not in acked:
+            self._recycle(ev)  # MULTIPATH-R1 (the echo; "acked": if no packet it acknowledged)
 
     def on_nack(self, *, now: float, ev: int, code: int) -> None:
         super().on_nack(now=now, ev=ev, code=code)

@@ -8,7 +8,7 @@ import random
 from typing import Sequence
 
 from .base import EPHEMERAL_LO, EntropySelector, entropy_values
-from .reps import ObliviousSpray, Reps
+from .reps import REPS_RECYCLE, ObliviousSpray, Reps
 
 
 class RoundRobinSpray(EntropySelector):
@@ -65,11 +65,12 @@ SELECTOR_KINDS = ("rr", "random", "single", "reps", "oblivious")
 
 def make_selector(kind: str, n: int = 64, seed: int | random.Random = 0, *,
                   values: Sequence[int] | None = None,
-                  rehash_on_timeout: bool = True) -> EntropySelector:
+                  rehash_on_timeout: bool = True,
+                  reps_recycle: str = REPS_RECYCLE) -> EntropySelector:
     """``rr`` (round-robin spraying), ``random`` (seeded random spraying), ``single`` (one EV:
     the ECMP baseline; ``rehash_on_timeout`` as :class:`SingleEntropy`'s), ``reps`` (REPS with
     its defaults, E.5/E.6: reps.py) or ``oblivious`` (each EV once per round of ``n`` in a new
-    seeded order, E.6: reps.py) over ``values`` (a live endpoint's entropy sockets' ports; a
+    seeded order, E.6: reps.py; ``reps_recycle`` is REPS's MULTIPATH-R1 choice) over ``values`` (a live endpoint's entropy sockets' ports; a
     ``single`` selector takes the first), or without them over ``n`` seeded entropy values."""
     rng = seed if isinstance(seed, random.Random) else random.Random(seed)
     if kind not in SELECTOR_KINDS:
@@ -82,5 +83,6 @@ def make_selector(kind: str, n: int = 64, seed: int | random.Random = 0, *,
         return RandomSpray(values, rng)
     if kind == "single":
         return SingleEntropy(values[0], rng, rehash_on_timeout=rehash_on_timeout)
-    cls = Reps if kind == "reps" else ObliviousSpray
-    return cls(values, rng)
+    if kind == "reps":
+        return Reps(values, rng, recycle=reps_recycle)
+    return ObliviousSpray(values, rng)

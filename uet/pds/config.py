@@ -12,13 +12,14 @@ from typing import Any, Callable
 from .. import UET_UDP_PORT
 from ..cms import CongestionControl, FixedWindow
 from ..multipath import EntropySelector, make_selector
+from ..multipath.reps import REPS_RECYCLE
 
 def _default_cc(cfg: "PdsConfig") -> CongestionControl:
     return FixedWindow(cfg.window_bytes, cfg.mtu)
 
 
 def _default_entropy(cfg: "PdsConfig", rng: random.Random) -> EntropySelector:
-    return make_selector(cfg.spray, cfg.entropy_values, rng)
+    return make_selector(cfg.spray, cfg.entropy_values, rng, reps_recycle=cfg.reps_recycle)
 
 
 @dataclass
@@ -75,6 +76,8 @@ class PdsConfig:
     window_bytes: int = 1 << 20               # FixedWindow size
     spray: str = "rr"                         # rr | random | single | reps | oblivious
     entropy_values: int = 64
+    reps_recycle: str = REPS_RECYCLE          # REPS MULTIPATH-R1 (E.6): "acked", the EV of every packet
+                                              # an ACK without CE acknowledges; "echoed": htsim's
     cc_factory: Callable[["PdsConfig"], CongestionControl] = _default_cc
     entropy_factory: Callable[["PdsConfig", random.Random], EntropySelector] = _default_entropy
     seed: int = 0

@@ -25,9 +25,10 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import cliargs, cliopts
-from ..words import plain
+from ..multipath.reps import REPS_RECYCLE, REPS_RECYCLE_CHOICES
 from ..net.ecn import ECN_POINT, ECN_POINTS, TRIM_VICTIM, TRIM_VICTIMS
 from ..net.topology import LinkError, TopologyError, parse_topology
+from ..words import plain
 from .traffic import TrafficError, parse_traffic
 from .workloads import MODE_OPS, MODES, OPS
 from .simulator import SimConfig, Simulator
@@ -151,6 +152,10 @@ def add_fabric_arguments(g: Any) -> None:
     """The many-host options (uet.sim.fabric), on the topology group."""
     g.add_argument("--ack-every-packet", action="store_true",
                    help="an ACK for every packet (C.9 ENB_ACK_PER_PKT) instead of every 16KiB")
+    g.add_argument("--reps-recycle", choices=REPS_RECYCLE_CHOICES, default=REPS_RECYCLE,
+                   help="which entropy values an ACK without CE gives back to REPS: acked, those "
+                        "of every packet it acknowledges (default, E.6), or echoed, only the one "
+                        "it echoes (htsim's: a 16KiB ACK returns about one in four)")
     g.add_argument("--link-delay", type=cliargs.delay_us, default=None,
                    help="one-way delay of every switched link in microseconds (default 1)")
     g.add_argument("--buffer", type=cliargs.positive_size, default=None,
@@ -217,7 +222,16 @@ def config_from_args(args: argparse.Namespace, security: Any = None) -> SimConfi
                      window_bytes=args.window, seed=args.seed,
                      cc=getattr(args, "cc", None) or PATHS_DEFAULTS["cc"],
                      trim_bytes=getattr(args, "trim_bytes", 256), ses_header=args.ses_header,
-                     pds={"ack_per_packet": True} if getattr(args, "ack_every_packet", False) else {})
+                     pds=_pds_overrides(args))
+
+
+def _pds_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The two-host run's PdsConfig overrides: --ack-every-packet and --reps-recycle."""
+    pds: dict[str, Any] = {"ack_per_packet": True} if getattr(args, "ack_every_packet", False) else {}
+    recycle = getattr(args, "reps_recycle", REPS_RECYCLE)
+    if recycle != REPS_RECYCLE:
+        pds["reps_recycle"] = recycle
+    return pds
 
 
 def fabric_config_from_args(args: argparse.Namespace) -> "FabricSimConfig":
@@ -234,7 +248,7 @@ def fabric_config_from_args(args: argparse.Namespace) -> "FabricSimConfig":
         trim_bytes=args.trim_bytes, cc=args.cc or SWITCHED_DEFAULTS["cc"],
         spray=args.spray or SWITCHED_DEFAULTS["spray"], entropy_values=args.entropies,
         window_bytes=args.window,
-        ack_per_packet=args.ack_every_packet, degrade=list(args.degrade_link), csig=args.csig,
+        ack_per_packet=args.ack_every_packet, reps_recycle=args.reps_recycle, degrade=list(args.degrade_link), csig=args.csig,
         ecn_point=args.ecn_point, trim_victim=args.trim_victim,
         fail=list(args.fail_link), seed=args.seed, ses_header=args.ses_header)
 

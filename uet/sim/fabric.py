@@ -62,6 +62,7 @@ from ..cms.choice import pds_overrides
 from ..cms.csig import CSIG_ETHERTYPE, TAG_LEN, TYPE_BY_NAME, TYPE_NAMES, Scale, neutral
 from ..host import Host
 from ..multipath import csig_selector, make_selector
+from ..multipath.reps import REPS_RECYCLE
 from ..net.ecn import ECN_POINT, TRIM_VICTIM
 from ..net.ecmp import five_tuple_key, pick, switch_salts
 from ..net.switch import CSIG_COUNTERS, CSIG_INTERVAL, Packet, Port
@@ -108,6 +109,7 @@ class FabricSimConfig:
     entropy_values: int = 64
     window_bytes: int | None = None          # --cc fixed: None = 1.5 BDP
     ack_per_packet: bool = False             # C.9 ENB_ACK_PER_PKT
+    reps_recycle: str = REPS_RECYCLE         # REPS MULTIPATH-R1 (E.6): "acked" | "echoed" (htsim's)
     degrade: list[tuple[str, str, float]] = field(default_factory=list)  # (a, b, fraction of rate)
     fail: list[tuple[str, str, float]] = field(default_factory=list)     # (a, b, microseconds)
     seed: int = 1
@@ -249,7 +251,8 @@ class FabricSimulator:
         if self.csig is not None and params.csig:
             params = replace(params, csig_scale=self.csig_scale)  # one scale per fabric (C2)
         pc = dict(mtu=cfg.mtu, spray=cfg.spray, entropy_values=cfg.entropy_values,
-                  window_bytes=window, ack_per_packet=cfg.ack_per_packet)
+                  window_bytes=window, ack_per_packet=cfg.ack_per_packet,
+                  reps_recycle=cfg.reps_recycle)
         pc.update(pds_overrides(cfg.cc, rate_gbps=cfg.rate_gbps, base_rtt=self.base_rtt,
                                 window_bytes=window, trimming=cfg.trimming, nscc=params))
         if self.csig is not None:  # SIM-F3
@@ -260,7 +263,8 @@ class FabricSimulator:
 
     def _csig_entropy(self, pc: PdsConfig, rng: random.Random) -> Any:
         """SIM-F3: the ``spray`` policy inside a CSIG selector (MULTIPATH-K1 to MULTIPATH-K5 of uet.multipath.csig)."""
-        sel = csig_selector(make_selector(pc.spray, pc.entropy_values, rng), t=self.csig,
+        sel = csig_selector(make_selector(pc.spray, pc.entropy_values, rng,
+                                          reps_recycle=pc.reps_recycle), t=self.csig,
                             scale=self.csig_scale, **self.cfg.csig_selector)
         self.selectors.append(sel)
         return sel
