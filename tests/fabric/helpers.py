@@ -96,6 +96,11 @@ def drain(s: socket.socket) -> list[tuple[bytes, int, tuple]]:
         out.append((d, tos_of(anc), a))
 
 
+#: how long a relay test may wait before it is called hung: a guard, not a budget (a loaded
+#: machine may take many times what a quiet one does)
+HANG_GUARD_S = 60.0
+
+
 async def collect(s: socket.socket, n: int) -> list[tuple[bytes, int, tuple]]:
     """Wait for ``n`` datagrams on ``s`` (the caller bounds it with fail_after)."""
     out: list = []

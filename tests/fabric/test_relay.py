@@ -14,8 +14,8 @@ import trio
 from uet.fabric import FabricConfig, open_fabric
 from uet.net import Ecmp
 
-from .helpers import (LO, S, ack, collect, crc_ok, drain, psn_of, request, sealed, send_tos, udp,
-                      until)
+from .helpers import (HANG_GUARD_S, LO, S, ack, collect, crc_ok, drain, psn_of, request, sealed,
+                      send_tos, udp, until)
 
 pytestmark = pytest.mark.trio
 DATA, ACKTOS = 0x02, 46 << 2  # DSCP 0 + ECT(0); DSCP 46 Not-ECT
@@ -34,7 +34,7 @@ async def test_lossless_relay_delivers_all_with_recomputed_crc():
     rx = udp()
     txs = [udp(S, tos=DATA) for _ in range(4)]
     sizes = [0, 1, 100, 252, 253, 1000, 4096, 8000]
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=FabricConfig(paths=4)) as fab:
             sent = {}
             for k, tx in enumerate(txs):
@@ -64,7 +64,7 @@ async def test_entropy_selects_a_stable_path_spread_over_paths():
     rx = udp()
     txs = [udp(S, tos=DATA) for _ in range(24)]
     cfg = FabricConfig(paths=4, seed=7)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=cfg) as fab:
             for rnd in range(3):
                 for k, tx in enumerate(txs):
@@ -98,7 +98,7 @@ async def test_answers_reach_the_sender_uet_port_from_the_ev():
     txs = [udp(S, tos=DATA) for _ in range(3)]
     port = addr(rx)[1]
     home = udp(S, port=port)  # the senders' UET-port socket: every answer arrives here
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=FabricConfig(paths=2)) as fab:
             for k, tx in enumerate(txs):
                 tx.sendto(sealed(request(k, 500), addr(tx), fab.address), fab.address)
@@ -132,7 +132,7 @@ async def test_a_second_sender_with_the_same_ev_is_remapped_and_mapped_back():
     ev = addr(t1)[1]
     t2 = udp("127.0.0.21", tos=DATA, port=ev)
     home2 = udp("127.0.0.21", port=port)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=FabricConfig(paths=2)) as fab:
             t1.sendto(sealed(request(0, 100), addr(t1), fab.address), fab.address)
             [(_, _, src1)] = await collect(rx, 1)
@@ -154,7 +154,7 @@ async def test_the_receiver_initiating_reaches_the_last_sender():
     rx = udp()
     port = addr(rx)[1]
     tx, home = udp(S, tos=DATA), udp(S, port=port)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=FabricConfig(paths=2)) as fab:
             tx.sendto(sealed(request(1, 100), addr(tx), fab.address), fab.address)
             [(_, _, src)] = await collect(rx, 1)
@@ -170,7 +170,7 @@ async def test_the_receiver_initiating_reaches_the_last_sender():
 async def test_trim_all_cuts_data_to_256_bytes_with_dscp_11_never_dscp_46():
     rx = udp()
     tx = udp(S)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=FabricConfig(paths=2, trim=1.0)) as fab:
             plan = {}  # psn -> (tos sent, udp payload length)
             for i in range(40):
@@ -196,7 +196,7 @@ async def test_trim_all_cuts_data_to_256_bytes_with_dscp_11_never_dscp_46():
 
 async def test_loss_one_drops_everything():
     rx, tx = udp(), udp(S, tos=DATA)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=FabricConfig(loss=1.0)) as fab:
             for i in range(50):
                 tx.sendto(sealed(request(i, 300), addr(tx), fab.address), fab.address)
@@ -232,7 +232,7 @@ async def test_failed_path_drops_from_its_fail_time_on():
     cfg = FabricConfig(paths=4, fail=[(0, 0.0)], seed=3)
     txs = senders_on_every_path(cfg)
     victim = 2
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=cfg) as fab:
             paths = [fab.path_of(addr(tx)[1]) for tx in txs]
             for tx in txs:
@@ -255,7 +255,7 @@ async def test_failed_path_drops_from_its_fail_time_on():
 async def test_counters_add_up_under_loss_and_trimming():
     rx, tx = udp(), udp(S, tos=DATA)
     cfg = FabricConfig(paths=2, loss=0.3, trim=0.5, seed=11)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=cfg) as fab:
             for i in range(300):
                 tx.sendto(sealed(request(i, 1000), addr(tx), fab.address), fab.address)
@@ -276,7 +276,7 @@ async def test_ce_marked_when_the_queue_builds_only_on_ect_packets():
     cfg = FabricConfig(paths=1, rate_gbps=0.008, kmin_bytes=8 << 10, kmax_bytes=32 << 10,
                        queue_bytes=8 << 20, rtt_us=0)
     n = 120
-    with trio.fail_after(20):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=cfg) as fab:
             for i in range(n):  # a burst: 127 kB at 1 MB/s queues up
                 send_tos(tx, sealed(request(i, 1000), addr(tx), fab.address), fab.address,
@@ -303,7 +303,7 @@ async def test_duplication_and_reordering_at_their_fractions(seed):
             got = await collect(rx, c["packets"])
         return c, [psn_of(d) for d, _, _ in got]
 
-    with trio.fail_after(20):
+    with trio.fail_after(HANG_GUARD_S):
         c1, order = await run()
         c2, _ = await run()
     assert 15 <= c1["duplicated"] <= 70 and 45 <= c1["reordered"] <= 125
@@ -316,7 +316,7 @@ async def test_duplication_and_reordering_at_their_fractions(seed):
 
 async def test_bad_trailers_pass_unchanged_and_tss_is_not_checked():
     rx, tx = udp(), udp(S, tos=DATA)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=FabricConfig()) as fab:
             good = sealed(request(1, 100), addr(tx), fab.address)
             bad = sealed(request(5, 100), addr(tx), fab.address)
@@ -337,7 +337,7 @@ async def test_bad_trailers_pass_unchanged_and_tss_is_not_checked():
 
 async def test_corruption_is_caught_by_the_receivers_check():
     rx, tx = udp(), udp(S, tos=DATA)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=FabricConfig(corrupt=1.0)) as fab:
             for i in range(30):
                 tx.sendto(sealed(request(i, 500), addr(tx), fab.address), fab.address)
@@ -353,7 +353,7 @@ async def test_ipv6_loopback(ipv6_third):
     rx, tx = udp("::1"), udp(ipv6_third, tos=DATA)
     port = addr(rx)[1]
     home = udp(ipv6_third, port=port)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx)) as fab:
             assert fab.host == "::2"
             tx.sendto(sealed(request(9, 4000), addr(tx), fab.address), fab.address)
@@ -379,7 +379,7 @@ async def test_preserve_entropy_is_what_the_relay_always_does():
     the sender's EV as the source port, and the UET port as the destination."""
     for cfg in (FabricConfig(preserve_entropy=True), FabricConfig()):
         rx, tx = udp(), udp(S, tos=DATA)
-        with trio.fail_after(10):
+        with trio.fail_after(HANG_GUARD_S):
             async with open_fabric(to=addr(rx), config=cfg) as fab:
                 tx.sendto(sealed(request(1, 64), addr(tx), fab.address), fab.address)
                 [(d, _, src)] = await collect(rx, 1)
@@ -397,7 +397,7 @@ async def test_capture_records_every_forwarded_datagram_both_directions(tmp_path
     home = udp(S, port=addr(rx)[1])
     path = tmp_path / "fab.pcap"
     cfg = FabricConfig(trim=1.0)
-    with trio.fail_after(10):
+    with trio.fail_after(HANG_GUARD_S):
         async with open_fabric(to=addr(rx), config=cfg, capture=str(path)) as fab:
             for i, n in enumerate((100, 2000)):
                 tx.sendto(sealed(request(i, n), addr(tx), fab.address), fab.address)
@@ -434,7 +434,7 @@ async def test_live_endpoints_transfer_through_the_fabric(impair):
     """The ``uet demo`` arrangement: uet.io sender -> fabric -> uet.io receiver, ACKs back."""
     io = pytest.importorskip("uet.io")
     data = bytes(range(256)) * 4096  # 1 MiB
-    with trio.fail_after(30):
+    with trio.fail_after(HANG_GUARD_S):
         async with io.open_endpoint((LO, 0)) as rx:
             async with open_fabric(to=(LO, rx.port), config=FabricConfig(seed=2, **impair)) as fab:
                 async with io.open_endpoint(None, peer_port=fab.port, paths=4) as tx:
