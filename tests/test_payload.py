@@ -137,3 +137,18 @@ def test_empty_data_is_one_empty_message(tmp_path):
         src = _Source(args)
         assert src.next() == b"" and src.next() is None
         src.close()
+
+
+def test_seeded_bytes_peaks_at_the_stream_not_twice_it():
+    # issue 29 item 3: a join held the pieces and the result (2n at the peak)
+    import tracemalloc
+
+    n = 24 << 20
+    tracemalloc.start()
+    try:
+        data = seeded_bytes(5, n)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert data == random.Random(5).randbytes(n)
+    assert peak < n + n // 4 + 2 * CHUNK, peak

@@ -128,6 +128,11 @@ if AVAILABLE:
         """Chunk ``index``'s engine into a table that has slots."""
         table.chunks[index] = engine._r
 
+    def clear_chunk(table: Any, index: int) -> None:
+        """The lane forgets chunk ``index``'s engine, before it is freed: a packet for that
+        chunk goes the Python way (uet.native.digest.DigestReassembly)."""
+        table.chunks[index] = _ffi.NULL
+
     def drop_chunks(table: Any) -> None:
         """The lane forgets a table's engines, before they are freed (their message was
         taken or released): a lane that still reads the table takes nothing."""
@@ -257,4 +262,7 @@ else:
         return ChunkCounts()
 
     def drop_chunks(table: Any) -> None:
+        return None
+
+    def clear_chunk(table: Any, index: int) -> None:
         return None

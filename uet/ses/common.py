@@ -81,6 +81,8 @@ class SesConfig:
     # forms where they serve, and answers with next_hdr 6 only a peer that sent small or medium
     # requests itself (SES-P3 of uet/ses/target.py)
     ses_header: str = field(default="auto", kw_only=True)
+    # SES-M8 of uet/ses/target.py: a SEND is delivered as its digest, its bytes are not kept
+    rx_digest: bool = field(default=False, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.ses_header not in SES_HEADERS:

@@ -42,6 +42,16 @@ from .common import (ATOMIC, DATAGRAM_SEND, DEFAULT_RESPONSE,
 from .packets import SesPacket, cut
 
 
+def frozen(data: Any) -> bytes | memoryview:
+    """``data`` as bytes nobody can change before it is sent: a read-only view of a ``bytes``
+    object is kept as it is (a window of a larger immutable buffer, such as the simulators'
+    one seeded stream that all their flows are views of, is not copied); anything else is
+    copied, since its owner may change it after the call."""
+    if type(data) is memoryview and data.readonly and type(data.obj) is bytes:
+        return data
+    return bytes(data)
+
+
 class InitiatorSide:
     """Operations and their responses (a part of :class:`uet.ses.SesEndpoint`)."""
 
@@ -92,7 +102,7 @@ class InitiatorSide:
         mid = self._mid()
         ids = {k: v for k, v in (("job_id", job_id), ("pid_on_fep", pid_on_fep),
                                  ("resource_index", resource_index)) if v is not None}
-        pk = self._cut(peer, SEND, bytes(data), mid, key={}, header_data=header_data,
+        pk = self._cut(peer, SEND, frozen(data), mid, key={}, header_data=header_data,
                        dc=dc, small_ok=True, extra=ids)
         return self._start(Operation(self._handle(), "send", peer, mid, SEND, len(data)), pk)
 

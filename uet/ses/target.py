@@ -55,6 +55,11 @@ Target: sends and matching
   SES-M7  choice (``auto_receive``, what a sink such as ``uet recv`` wants): an untagged message
       with no posted receive gets a receive of its own, of any length, instead of going to the
       unexpected list.
+  SES-M8  choice (``rx_digest``, for a sink that checks what arrived and need not keep it: the
+      simulators, issue 29): a SEND's MessageReceived carries a uet.native.digest.Digest (length,
+      a 64-bit hash of its bytes) as ``data``; its reassembly hashes and lets go of complete
+      chunks as they line up (DigestReassembly), so it holds the window, not the message. Same
+      packets, counts, budget charges and responses as without it.
   SES-M6  choice: every message gets one response, when its last byte lands (delivery complete:
       responses mean "placed at the target", so DC = 1 needs no extra step); opcode RESPONSE
       (1) with modified_length = bytes placed, RESPONSE_W_DATA (2) with data.
@@ -92,6 +97,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..native import Reassembly
+from ..native.digest import DigestReassembly
 from ..wire.uet_headers import RENDEZVOUS_OPCODES
 from . import atomics as amo
 from . import events as ev
@@ -571,7 +577,8 @@ class TargetSide:
             rx.got += len(payload)
         else:
             if rx.asm is None:
-                rx.asm = Reassembly(rl)
+                digest = self.config.rx_digest and op in SEND_OPCODES  # SES-M8
+                rx.asm = DigestReassembly(rl) if digest else Reassembly(rl)
                 if self.lanes is not None and key in self._rx:
                     rx.take_lane(self.lanes, key[1])  # middle packets may now go the C way
             need = rx.asm.needed(mo, len(payload))

@@ -41,7 +41,12 @@ with ``csig`` set to a signal type's name (choices where the facts are silent):
 
 Events are ``(time, seq, action, a, b)`` in a heap; ``action(time, a, b)`` runs one. The run ends
 when every flow is complete (its SEND's response came back) and was delivered intact (checked by
-CRC-32C, then byte for byte), or at ``time_limit_s`` of simulated time.
+its digest, CRC-32C and CRC-32 of every byte: uet.native.digest), or at ``time_limit_s`` of
+simulated time.
+
+Memory (issue 29 item 3): the flows are views of one seeded stream as long as the longest flow
+(the SES keeps a view of immutable bytes: uet.ses.initiator.frozen), and a receiver hashes a flow
+as it lines up and keeps no copy (SES-M8), so a run holds the windows, not the flows.
 
 Observers (``uet compare`` draws from them) use the public view only: :meth:`sample_every` puts a
 periodic callback on the run's own heap, :meth:`port_view` and :attr:`open_flow_count` read the
@@ -56,7 +61,6 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, NamedTuple
 
-from .. import native
 from ..cms import NsccParams
 from ..cms.choice import pds_overrides
 from ..cms.csig import CSIG_ETHERTYPE, TAG_LEN, TYPE_BY_NAME, TYPE_NAMES, Scale, neutral
@@ -74,6 +78,7 @@ from ..pds.packets import REQUEST_SIZE
 from ..ses import SesConfig
 from ..ses import events as sev
 from ..ses.packets import STD_SIZE
+from ..native.digest import Digest
 from ..payload import seeded_bytes
 from ..wire.trailer import TRAILER_LEN
 from .frames import HDRS, FrameCache, PcapWriter, insert_tag, set_ce, strip_tag, trim
@@ -81,10 +86,9 @@ from .metrics import fct_summary
 from .progress import EVERY_EVENTS
 from .summary import goodput_gbps, merge_nacks, transfer_summary
 from .traffic import Flow, TrafficError, make_flows
-from .workloads import buffer_len, same_bytes
 
 INF = float("inf")
-MAX_HELD_BYTES = 4 << 30  # as uet.cliargs.MAX_HELD_BYTES: the flows' bytes are held in memory
+MAX_HELD_BYTES = 4 << 30  # as uet.cliargs.MAX_HELD_BYTES: the longest flow's bytes are held
 ACK_FRAME = HDRS + 32 + TRAILER_LEN  # an ACK_CC (B.8) on the wire
 
 
@@ -203,10 +207,10 @@ class FabricSimulator:
         self.pcap: PcapWriter | None = None
         if pcap is not None:
             self.attach_pcap(pcap)
-        held = sum(f.bytes for f in self.flows)
+        held = max((f.bytes for f in self.flows), default=0)  # the one stream of run()
         if held > MAX_HELD_BYTES:
-            raise TrafficError(f"the flows carry {held} bytes; a run holds them in memory, at "
-                               f"most {MAX_HELD_BYTES} (4GiB)")
+            raise TrafficError(f"a flow carries {held} bytes; a run holds the longest flow's "
+                               f"bytes in memory, at most {MAX_HELD_BYTES} (4GiB)")
         self.base_rtt = unloaded_rtt(self.topo.diameter, cfg)
         bps = cfg.rate_gbps * 1e9
         self.bdp = int(bps / 8 * self.base_rtt)
@@ -271,7 +275,8 @@ class FabricSimulator:
 
     def _host(self, addr: str, i: int) -> Host:
         seed = (self.cfg.seed * 1_000_003 + i) & ((1 << 63) - 1)
-        ses = SesConfig(mtu=self.cfg.mtu, seed=seed & 0xFFFFFFFF, auto_receive=True,
+        # SES-M8: a flow arrives as its digest, checked against the sender's (_delivered)
+        ses = SesConfig(mtu=self.cfg.mtu, seed=seed & 0xFFFFFFFF, auto_receive=True, rx_digest=True,
                         ses_header=self.cfg.ses_header)
         return Host(addr, pds=self._pds_config(), ses=ses, seed=seed)
 
@@ -478,23 +483,28 @@ class FabricSimulator:
                 self.failures.append(f"h{host.idx}: {e!r:.200}")
 
     # --- the payload and its check ---------------------------------------------------------------
-    def _payload(self, i: int) -> bytes:
+    def _offset(self, i: int) -> int:
+        return (i * 4099) % self._spread
+
+    def _payload(self, i: int) -> memoryview:
         """Flow ``i``'s bytes: a window of the run's seeded stream that starts at a per-flow
-        offset, so that flows differ and one stream serves them all."""
-        f = self.flows[i]
-        off = (i * 4099) % self._spread
-        return self._stream[off:off + f.bytes]
+        offset, so that flows differ and one stream serves them all. A view, not a copy: the
+        SES keeps a read-only view of immutable bytes as it is (uet.ses.initiator.frozen), so
+        the senders hold the one stream and not a copy per flow."""
+        off = self._offset(i)
+        return self._view[off:off + self.flows[i].bytes]
 
     def _delivered(self, host: _HostNode, e: Any) -> None:
-        data = e.data  # read where it landed (a mapped message is not copied out)
+        """A flow arrived: its digest (SES-M8: the receiver kept no copy) must be one a flow from
+        that peer to this host was sent with, made from the seeded stream (run)."""
+        d = e.data if type(e.data) is Digest else Digest.of(e.data)
         src = self.addr_index.get(str(e.peer), -1)
-        cands = self._want.get((src, host.idx, buffer_len(data), native.crc32c(data)))
-        i = next((j for j in cands or () if same_bytes(self._payload(j), data)), None)
-        if i is None:
+        cands = self._want.get((src, host.idx, d))
+        if not cands:
             self.failures.append(f"h{host.idx}: a message from {e.peer} that no flow sent "
-                                 f"({buffer_len(data)} bytes) or damaged")
+                                 f"({d.length} bytes) or damaged")
             return
-        cands.remove(i)
+        cands.pop()
         self.delivered += 1
 
     # --- run ----------------------------------------------------------------------------------
@@ -504,10 +514,10 @@ class FabricSimulator:
         biggest = max(f.bytes for f in self.flows)
         self._spread = 1 << 16
         self._stream = seeded_bytes(cfg.seed ^ 0x5EED, biggest + self._spread)
+        self._view = memoryview(self._stream)
         self._want: dict[tuple, list[int]] = {}
         for i, f in enumerate(self.flows):
-            d = self._payload(i)
-            self._want.setdefault((f.src, f.dst, len(d), native.crc32c(d)), []).append(i)
+            self._want.setdefault((f.src, f.dst, Digest.of(self._payload(i))), []).append(i)
         self._handles: dict[tuple[int, int], int] = {}
         self.fct: list[float | None] = [None] * len(self.flows)
         self.open_flows = len(self.flows)

@@ -30,7 +30,9 @@ Cost (docs/design-notes.md "Performance"): the payload to send and its expected 
 simulator is built; ``run`` (and ``wall_time_s``) covers the transfer and the check of what arrived.
 The 42 header bytes of a frame are cached per (addresses, ports, DSCP, ECN, length), and the
 metadata of an arriving frame per its 42 header bytes (the same parse, memoized); a
-delivered message is checked by CRC-32C digest and then compared byte for byte with what was sent.
+delivered SEND is checked by its digest (CRC-32C and CRC-32 of every byte, uet.native.digest):
+B's SES hashes it as it lines up and keeps no copy (SES-M8), so B holds the window, not the
+message.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Callable, TextIO
 
-from .. import native
+from ..native.digest import Digest
 from ..payload import seeded_bytes
 from ..cms.choice import pds_overrides
 from ..host import Host
@@ -168,13 +170,18 @@ class Simulator:
         if cfg.mode in ("rudi", "uud"):  # single-packet requests only (C.8)
             n = max(n, -(-cfg.bytes // cfg.mtu))
         bounds = [cfg.bytes * i // n for i in range(n + 1)]
-        self.msgs = [data[bounds[i]:bounds[i + 1]] for i in range(n)]
-        self.want = [(len(m), native.crc32c(m)) for m in self.msgs]
+        # SENDs over RUD/ROD: views of the one stream (the SES keeps them as they are:
+        # uet.ses.initiator.frozen), not a copy of each message beside it
+        whole = memoryview(data) if cfg.op == "send" and cfg.mode in ("rud", "rod") else data
+        self.msgs = [whole[bounds[i]:bounds[i + 1]] for i in range(n)]
+        self.want = [Digest.of(m) for m in self.msgs]
 
     def _host(self, addr: str, pc: PdsConfig, k: int) -> Host:
         seed = self.cfg.seed * 2 + k
         # SES-M7 of uet/ses/target.py: plain SENDs land in receives posted for them
+        # SES-M8: B's SENDs arrive as their digests (uet.sim.workloads checks them), not kept
         ses = SesConfig(mtu=min(self.cfg.mtu, pc.mtu), seed=seed & 0xFFFFFFFF, auto_receive=True,
+                        rx_digest=self.cfg.op == "send",
                         ses_header=self.cfg.ses_header)
         security = self.cfg.security
         if security is not None and k == 2:  # B serves: F's server mode keys by the client, A

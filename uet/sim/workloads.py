@@ -2,8 +2,9 @@
 and the check of what arrived. ``ok`` needs every operation complete and the result right:
 
 * ``send`` over RUD or ROD: the ``--bytes`` as ``--messages`` SENDs (D.1) into B's automatically
-  posted receives (SES-M7 of uet/ses/target.py); every message must arrive once, intact (CRC-32C
-  digest, then byte for byte), ROD in the order sent (C.8), RUD in any order.
+  posted receives (SES-M7 of uet/ses/target.py); every message must arrive once, intact (its
+  digest, CRC-32C and CRC-32: uet.native.digest; B delivers it without keeping the bytes,
+  SES-M8), ROD in the order sent (C.8), RUD in any order.
 * ``write``: the ``--bytes`` are written in ``--messages`` writes into B's region; B's memory must
   equal what was written (CRC-32C, then byte for byte).
 * ``read``: B's region holds the bytes; ``--messages`` reads fetch them; what came back must equal
@@ -34,6 +35,7 @@ from typing import Any
 
 from .. import native
 from ..host import Host
+from ..native.digest import Digest
 from ..ses import events as sev
 from ..ses.atomics import SUM
 
@@ -60,9 +62,11 @@ class Workload:
     """``messages`` operations of kind ``op`` from host ``a`` to host ``b`` over ``mode``."""
 
     def __init__(self, op: str, msgs: list[bytes], a: Host, b: Host, *, mode: str,
-                 digests: list[tuple[int, int]] | None = None):
-        """``digests``: (length, CRC-32C) of each message when the caller made them in advance
-        (the simulator does, so that a run does not spend its time on them); None: made here."""
+                 digests: list[Digest] | None = None):
+        """``digests``: the :class:`uet.native.digest.Digest` of each message when the caller
+        made them in advance (the simulator does, so that a run does not spend its time on
+        them); None: made here. A SEND is checked by its digest: the one a receiver with
+        ``rx_digest`` (SES-M8) delivers, or that of the bytes delivered."""
         if op not in MODE_OPS.get(mode, ()):
             raise ValueError(f"op {op!r} is not run over {mode!r}")
         self.op = op
@@ -110,8 +114,9 @@ class Workload:
             for m in msgs:
                 a.op(mode, self.a.datagram, b_addr, m)
         elif op == "send":  # RUD / ROD messages into B's automatically posted receives
-            self.want: dict[tuple[int, int], list[int]] = {}
-            for i, digest in enumerate(digests or [(len(m), native.crc32c(m)) for m in msgs]):
+            self.digests = digests or [Digest.of(m) for m in msgs]
+            self.want: dict[Digest, list[int]] = {}
+            for i, digest in enumerate(self.digests):
                 self.want.setdefault(digest, []).append(i)
             for i, m in enumerate(msgs):
                 self.handles[a.send(b_addr, m, mode=mode)] = i
@@ -183,23 +188,22 @@ class Workload:
         return progress
 
     def _arrived(self, data: Any) -> None:
-        """A SEND arrived: RUD in any order (by digest, then bytes), ROD the next one sent. The
-        message is read where it landed (a mapped one is not copied out)."""
-        msgs = self.msgs
+        """A SEND arrived: RUD in any order, ROD the next one sent, by digest (CRC-32C and
+        CRC-32 of every byte: uet.native.digest). The message arrived as its digest (SES-M8),
+        or is read where it landed (a mapped one is not copied out)."""
+        d = data if type(data) is Digest else Digest.of(data)
         if self.mode == "rod":
             k = len(self.got)
-            if k < len(msgs) and same_bytes(msgs[k], data):
+            if k < len(self.msgs) and self.digests[k] == d:
                 self.got.append(k)
             else:
                 self.wrong += 1
             return
-        cand = self.want.get((buffer_len(data), native.crc32c(data)))
-        i = next((j for j in cand or () if same_bytes(msgs[j], data)), None)
-        if i is None:
+        cand = self.want.get(d)
+        if not cand:
             self.wrong += 1
         else:
-            cand.remove(i)
-            self.got.append(i)
+            self.got.append(cand.pop(0))
 
     def idle(self) -> bool:
         if self.op == "send" and self.mode == "uud":
