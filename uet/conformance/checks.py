@@ -39,7 +39,7 @@ from typing import Callable
 
 from ..mtu import DatagramTooBig
 from .ledger import verdict
-from .peer import Answer, Flooded, Inbox, Peer, fresh_spdcid, request
+from .peer import Answer, Flooded, Inbox, Peer, control, fresh_spdcid, request
 
 # seconds read after a check ends, for answers that contradict the one it took: answers a target
 # sends together arrive within it; longer would cost that much per check (uet recv: 25 checks)
@@ -111,6 +111,15 @@ class Established:
     tpdcid: int       # the target's, learned from the ACK's SPDCID
     start: int        # the start PSN (acknowledged)
     ack: Answer       # the ACK of the SYN
+
+    def request(self, psn: int, **fields: object) -> bytes:
+        """A request of this PDC (not SYN: it names the target's PDCID, C.1); ``fields`` as
+        :func:`uet.conformance.peer.request` takes them."""
+        return request(psn, spdcid=self.spdcid, dpdcid=self.tpdcid, **fields)  # type: ignore[arg-type]
+
+    def control(self, ctl: int, psn: int) -> bytes:
+        """A CONTROL packet of this PDC (B.12)."""
+        return control(ctl, psn, spdcid=self.spdcid, dpdcid=self.tpdcid)
 
 
 @dataclass
@@ -190,6 +199,12 @@ class Context:
         """A random SES message id (D.2): a multi-packet message is named by source address,
         initiator and message id, so checks must not reuse one another's."""
         return self.rng.randrange(1, 0x10000)
+
+    def fresh_pdc(self) -> tuple[Established, int]:
+        """A PDC opened by :meth:`establish` and the first PSN after its SYN, the one most checks
+        send their packet under test on."""
+        e = self.establish()
+        return e, e.start + 1
 
     def establish(self, *, payload: bytes = b"uet conformance", rod: bool = False) -> Established:
         """Open a PDC: a SYN request (AR) at a random start PSN with a fresh SPDCID, and its ACK

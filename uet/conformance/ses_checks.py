@@ -22,7 +22,7 @@ from typing import Any
 from ..wire.enums import NACK_BY_NAME
 from ..wire.psn import M32
 from .checks import Context, Established, Fail, Skip, registry
-from .peer import Answer, request, send_ses
+from .peer import Answer, send_ses
 
 CHECKS, check = registry("ses")  # the checks in the order they run
 
@@ -48,8 +48,7 @@ class _Op:
         self.mid = self.mid % 0xFFFF + 1
         ses = dict(ses, message_id=self.mid, rel=True)
         psn = self.psn
-        e.peer.send(request(psn, spdcid=e.spdcid, dpdcid=e.tpdcid, ses=ses, ext=ext,
-                            payload=payload))
+        e.peer.send(e.request(psn, ses=ses, ext=ext, payload=payload))
         a = e.peer.expect(lambda a: (a.is_ack and a.pds.get("ack_psn") == psn)
                           or (a.is_nack and a.pds.get("nack_psn") == psn), ctx.timeout)
         if a is None:

@@ -62,6 +62,7 @@ Rules:
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Hashable
 
 ACCEPT, REPLAY, TOO_OLD, STALE_EPOCH = "accept", "replay", "too_old", "stale_epoch"
@@ -111,16 +112,16 @@ class _Source:
         self.windows: OrderedDict[int, ReplayWindow] = OrderedDict()
 
 
+@dataclass(kw_only=True, eq=False)
 class ReplayTracker:
     """Replay windows and epoch ages per (SDI, AN, source identity) (rules 1-3, 5)."""
 
-    def __init__(self, *, window: int = 4096, max_epoch_age: int = 16, max_old_epochs: int = 16,
-                 max_sources: int = 4096) -> None:
-        self.window = window
-        self.max_epoch_age = max_epoch_age
-        self.max_old_epochs = max_old_epochs
-        self.max_sources = max_sources
-        self._sources: OrderedDict[Hashable, _Source] = OrderedDict()
+    window: int = 4096
+    max_epoch_age: int = 16
+    max_old_epochs: int = 16
+    max_sources: int = 4096
+    _sources: OrderedDict[Hashable, _Source] = field(default_factory=OrderedDict, init=False,
+                                                     repr=False)
 
     def __len__(self) -> int:
         return len(self._sources)
@@ -170,16 +171,16 @@ class ReplayTracker:
                 for k, s in self._sources.items()}
 
 
+@dataclass(kw_only=True, eq=False)
 class FailureLimiter:
     """Authentication failures per datagram source since its last success, and the limit they
     lead to (rules 4, 5)."""
 
-    def __init__(self, *, threshold: int = 1000, probe: int = 16, max_sources: int = 4096) -> None:
-        self.threshold = threshold
-        self.probe = probe
-        self.max_sources = max_sources
-        # per source: failures since its last success, plus datagrams skipped while limited
-        self._count: OrderedDict[Hashable, int] = OrderedDict()
+    threshold: int = 1000
+    probe: int = 16
+    max_sources: int = 4096
+    # per source: failures since its last success, plus datagrams skipped while limited
+    _count: OrderedDict[Hashable, int] = field(default_factory=OrderedDict, init=False, repr=False)
 
     def __len__(self) -> int:
         return len(self._count)
