@@ -115,6 +115,7 @@ ffibuilder.set_source(
     include_dirs=[_DIR],
     depends=[os.path.join(_DIR, "uet_native.h")] + [os.path.join(_DIR, m + ".h") for m in MODULES],
     extra_compile_args=_extra_compile_args(),
+    libraries=[] if sys.platform == "win32" else ["m"],  # fabric.c: exp (NET-G1)
 )
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from uet import native  # noqa: E402
-from uet.sim import SimConfig, Simulator  # noqa: E402
+from uet.sim import SimConfig, Simulator, cfabric  # noqa: E402
 
 
 def _cpu() -> float:
@@ -170,6 +170,8 @@ def main(argv=None) -> int:
         "packets_per_cpu_s_median": round(statistics.median(x["packets_total"] / x["cpu_s"]
                                                             for x in timed if x["cpu_s"] > 0)),
         "env": {"python": platform.python_version(), "native_backend": native.BACKEND,
+                # the engine the many-host simulator's switches run on by default (uet.sim.cfabric)
+                "fabric_engine": cfabric.resolve(None),
                 "cpus": os.cpu_count(), "loadavg_before": [round(x, 2) for x in load_before],
                 "loadavg_after": [round(x, 2) for x in os.getloadavg()]},
         "runs": runs,

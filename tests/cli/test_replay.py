@@ -79,7 +79,8 @@ def test_rtt_takes_what_both_took_and_the_simulator_still_refuses_0(capsys):
 KEPT = {
     "sim": (
         '--ack-every-packet --buffer --bytes --cc --corrupt --csig --degrade-link --dup '
-        '--ecn-point --ecn-ramp --entropies --epoch-file --fail-link --fail-path --json '
+        '--ecn-point --ecn-ramp --entropies --epoch-file --fabric-engine --fail-link --fail-path '
+        '--json '
         '--link-delay --loss --messages --mode --mtu --no-progress --no-trim --op --paths --pcap '
         '--progress --rate '
         '--reorder --reps-recycle --rtt --sd-key --sdi --seed --ses-header --spray --topology '
@@ -88,8 +89,8 @@ KEPT = {
         {'ack_every_packet': False, 'buffer': None, 'bytes': 4194304, 'cc': None,
          'corrupt': 0.0, 'csig': None, 'degrade_link': [], 'dup': 0.0, 'ecn_point': 'dequeue',
          'ecn_ramp': None,
-         'entropies': 64, 'epoch_file': None, 'fail_link': [], 'fail_path': [],
-         'json': False, 'link_delay': None, 'loss': 0.0, 'messages': 1, 'mode': 'rud',
+         'entropies': 64, 'epoch_file': None, 'fabric_engine': None, 'fail_link': [],
+         'fail_path': [], 'json': False, 'link_delay': None, 'loss': 0.0, 'messages': 1, 'mode': 'rud',
          'mtu': 4096, 'no_trim': False, 'op': 'send', 'paths': None, 'pcap': None,
          'progress': None, 'rate': 100.0, 'reorder': 0.0, 'reps_recycle': 'acked', 'rtt': 10.0,
          'sd_key': None, 'sdi': 1, 'seed': 1,

@@ -26,7 +26,7 @@ def run_sanitized(tmp_path: Path, sources: list[str], args: list[str] = (), *,
     cmd = [cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", *(["-Werror"] if werror else []),
            "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
            "-fno-omit-frame-pointer", "-I", NATIVE]
-    cmd += [os.path.join(NATIVE, s) for s in sources] + ["-o", str(exe)]
+    cmd += [os.path.join(NATIVE, s) for s in sources] + ["-o", str(exe), "-lm"]  # fabric.c: exp
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=23",

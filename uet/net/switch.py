@@ -68,7 +68,7 @@ class Packet:
     hash of its 5-tuple (the ECMP input), ``control`` (DSCP 46), ``ect`` (ECN-capable); and
     what the switches did to it (trimmed, CE-marked), applied to the bytes at the host.
     ``csig``: the 16 bits of its CSIG tag (NET-S6; None: untagged), ``enq``: when it last joined a
-    data queue (NET-S5)."""
+    data queue (NET-S5), ``pid``: the driver's id for it."""
 
     frame: bytes
     dst: int
@@ -79,6 +79,7 @@ class Packet:
     ce: bool = False
     csig: int | None = None
     enq: float = 0.0
+    pid: int = 0  # an id the driver may give it (uet.sim.fabric's event log, its C engine)
 
 
 
@@ -139,6 +140,11 @@ class Port:
         self.ecn_point = ecn_point      # uet.net.ecn NET-N2
         self._mark_in = ecn_point == "enqueue"
         self.trim_victim = trim_victim  # uet.net.ecn NET-N4
+
+    @property
+    def keep_frame(self) -> int:
+        """NET-S2: the frame bytes a trimmed packet keeps (and takes in the priority queue)."""
+        return self._keep_frame
 
     def _account(self, now: float) -> None:
         self.q_area += self.qbytes * (now - self.q_since)

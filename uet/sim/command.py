@@ -29,6 +29,7 @@ from ..multipath.reps import REPS_RECYCLE, REPS_RECYCLE_CHOICES
 from ..net.ecn import ECN_POINT, ECN_POINTS, TRIM_VICTIM, TRIM_VICTIMS
 from ..net.topology import LinkError, TopologyError, parse_topology
 from ..words import plain
+from .cfabric import ENGINES, EngineError
 from .traffic import TrafficError, parse_traffic
 from .workloads import MODE_OPS, MODES, OPS
 from .simulator import SimConfig, Simulator
@@ -46,7 +47,7 @@ PATHS_ONLY = {"paths": None, "rtt": 10.0, "loss": 0.0, "trim": 0.0, "reorder": 0
 DEFAULT_PATHS = 4
 SWITCHED_ONLY = {"traffic": None, "link_delay": None, "buffer": None, "ecn_ramp": None,
                  "degrade_link": [], "fail_link": [], "csig": None, "ecn_point": ECN_POINT,
-                 "trim_victim": TRIM_VICTIM}
+                 "trim_victim": TRIM_VICTIM, "fabric_engine": None}
 
 
 @cliargs.unparsed_by(lambda v: f"{v[0]}:{','.join(map(str, v[1]))}")
@@ -177,6 +178,10 @@ def add_fabric_arguments(g: Any) -> None:
                    metavar="A-B:F", help="the link between A and B runs at fraction F of its rate (repeatable)")
     g.add_argument("--fail-link", type=fail_link_spec, action="append", default=[],
                    metavar="A-B@T", help="the link between A and B fails at T microseconds (repeatable)")
+    g.add_argument("--fabric-engine", choices=ENGINES, default=None,
+                   help="which engine runs the switches and links: c (the default when the C "
+                        "extension is built) or python (the reference model, uet.net); both give "
+                        "the same run (uet.sim.cfabric SIM-E1)")
 
 
 def switched(args: argparse.Namespace) -> bool:
@@ -250,7 +255,8 @@ def fabric_config_from_args(args: argparse.Namespace) -> "FabricSimConfig":
         window_bytes=args.window,
         ack_per_packet=args.ack_every_packet, reps_recycle=args.reps_recycle, degrade=list(args.degrade_link), csig=args.csig,
         ecn_point=args.ecn_point, trim_victim=args.trim_victim,
-        fail=list(args.fail_link), seed=args.seed, ses_header=args.ses_header)
+        fail=list(args.fail_link), seed=args.seed, ses_header=args.ses_header,
+        fabric_engine=getattr(args, "fabric_engine", None))
 
 
 #: what a replay line leaves out: the outputs, which do not change the run
@@ -351,6 +357,8 @@ def _fabric_simulator(args: argparse.Namespace) -> Any:
 
     try:
         return FabricSimulator(fabric_config_from_args(args))
+    except EngineError as exc:
+        raise cliargs.UsageError(f"argument --fabric-engine: {exc}", hint=False) from None
     except (TrafficError, TopologyError) as exc:
         option = ("--traffic" if isinstance(exc, TrafficError) else
                   exc.option if isinstance(exc, LinkError) else "--topology")

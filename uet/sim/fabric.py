@@ -39,6 +39,12 @@ with ``csig`` set to a signal type's name (choices where the facts are silent):
       real L2 tag (TPID ``csig_ethertype``): at send time with the neutral value, and again at
       arrival when a switch changed it.
 
+Engines (uet.sim.cfabric SIM-E1, SIM-E2; ``fabric_engine``): the ports, links and forwarding run
+either here on the uet.net objects ("python", the reference) or in C (``native/fabric.c``, "c",
+the default when the C extension is built), both drawing from one uet.net.rng generator seeded
+with the run's seed; a seeded run is the same run on either (tests/sim/test_fabric_engines.py
+compares their event logs, :meth:`FabricSimulator.log_events`).
+
 Events are ``(time, seq, action, a, b)`` in a heap; ``action(time, a, b)`` runs one. The run ends
 when every flow is complete (its SEND's response came back) and was delivered intact (checked by
 its digest, CRC-32C and CRC-32 of every byte: uet.native.digest), or at ``time_limit_s`` of
@@ -70,6 +76,7 @@ from ..multipath.reps import REPS_RECYCLE
 from ..net.ecn import ECN_POINT, TRIM_VICTIM
 from ..net.ecmp import five_tuple_key, pick, switch_salts
 from ..net.switch import CSIG_COUNTERS, CSIG_INTERVAL, Packet, Port
+from ..net.rng import Rng
 from ..net.topology import LinkError, Topology, build, parse_topology
 from ..pds import DatagramMeta, PdsConfig
 from ..pds import events as pev
@@ -83,6 +90,7 @@ from ..payload import seeded_bytes
 from ..wire.trailer import TRAILER_LEN
 from .frames import HDRS, FrameCache, PcapWriter, insert_tag, set_ce, strip_tag, trim
 from .metrics import fct_summary
+from . import cfabric
 from .progress import EVERY_EVENTS
 from .summary import goodput_gbps, merge_nacks, transfer_summary
 from .traffic import Flow, TrafficError, make_flows
@@ -127,6 +135,7 @@ class FabricSimConfig:
     csig_delay_unit_us: float | None = None  # CMS-C2 delay bucket; None: uet.cms.csig.Scale's
     csig_selector: dict[str, Any] = field(default_factory=dict)  # CsigSelector overrides (SIM-F3)
     ses_header: str = "auto"                 # SesConfig.ses_header ("standard": A.1)
+    fabric_engine: str | None = None         # uet.sim.cfabric SIM-E2: "python" | "c"; None: c if built
 
 
 def host_address(i: int) -> str:
@@ -196,7 +205,7 @@ class FabricSimulator:
                                             flow_bytes=cfg.flow_bytes, seed=cfg.seed)
         if not self.flows:
             raise TrafficError("the traffic has no flows")
-        self.rng = random.Random(cfg.seed)
+        self.rng = Rng(cfg.seed)  # uet.net.rng NET-R1: every draw of the switch ports, either engine
         self.csig = self._csig_type(cfg.csig)
         scale: dict[str, float] = {"abw_full_gbps": cfg.csig_abw_gbps or cfg.rate_gbps}  # SIM-F2
         if cfg.csig_delay_unit_us is not None:
@@ -230,6 +239,13 @@ class FabricSimulator:
         self.failures: list[str] = []
         self.data_keys: set[int] = set()  # the 5-tuples that carried data (paths_used)
         self.open_flows = len(self.flows)  # run() counts it down
+        self.engine = cfabric.resolve(cfg.fabric_engine)
+        self._pid = 0  # packet ids, for the event log and the C engine
+        self.event_log: list[tuple] | None = None  # (t, event, port or host, packet id, flags)
+        self._port_index = {id(p): i for i, p in enumerate(cfabric.all_ports(self))}
+        self._engine: Any = cfabric.build(self) if self.engine == "c" else None
+        self._pyev: dict[int, tuple] = {}  # C engine: the Python events by id
+        self._inflight: dict[int, Packet] = {}  # C engine: the packets in the fabric by id
         self._ticks = 0  # sample_every's events in the heap
         self._ideal: float | None = None  # ideal_fct(), once progress asks for it
 
@@ -348,7 +364,7 @@ class FabricSimulator:
         def tick(now: float, _a: Any, _b: Any) -> None:
             self._ticks -= 1
             fn(now, self)
-            if self.open_flows > 0 and len(self.heap) > self._ticks:  # other samplers don't count
+            if self.open_flows > 0 and self._pending() > self._ticks:  # other samplers don't count
                 self._ticks += 1
                 self._push(now + interval_s, tick, None)
 
@@ -357,6 +373,8 @@ class FabricSimulator:
 
     def port_view(self) -> list[PortView]:
         """Every switch port now (the hosts' NICs are not switch ports)."""
+        if self._engine is not None:
+            cfabric.sync_ports(self)
         return [PortView(p.name, type(p.peer) is _HostNode, p.qbytes, p.max_qbytes, p.tx_bytes)
                 for p in self.ports]
 
@@ -368,7 +386,25 @@ class FabricSimulator:
     # --- events -------------------------------------------------------------------------------
     def _push(self, t: float, action: Callable, a: Any, b: Any = None) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, action, a, b))
+        if self._engine is None:
+            heapq.heappush(self.heap, (t, self.seq, action, a, b))
+        else:  # SIM-E1: the Python events share the C engine's heap
+            self._pyev[self.seq] = (action, a, b)
+            self._engine.push_py(t, self.seq)
+
+    def _pending(self) -> int:
+        return len(self.heap) if self._engine is None else self._engine.pending
+
+    def log_events(self) -> None:
+        """Keep a log of the fabric's events in :attr:`event_log` from now on (either engine, the
+        same records: tests/sim/test_fabric_engines.py compares them): ``(t, event, where, packet
+        id, flags)`` with event 1 a port sending (where: the port, numbered as
+        :func:`uet.sim.cfabric.all_ports`), 2 a switch port refusing a packet, 3 a delivery
+        (where: the host); flags 4 trimmed, 8 CE-marked, 16 tagged with the CSIG bits from bit
+        16 on (uet.native.fabric)."""
+        self.event_log = []
+        if self._engine is not None:
+            self._engine.log_on(True)
 
     def _transmit(self, port: Port, now: float) -> None:
         r = port.start(now)
@@ -376,6 +412,8 @@ class FabricSimulator:
             return
         pkt, done = r
         peer = port.peer
+        if self.event_log is not None:
+            self.event_log.append((now, 1, self._port_index[id(port)], pkt.pid, _flags(pkt)))
         self._push(done + port.delay, self._at_host if type(peer) is _HostNode else self._at_switch,
                    peer, pkt)
         self._push(done, self._port_free, port)
@@ -387,10 +425,15 @@ class FabricSimulator:
         port = sw.down.get(pkt.dst)
         if port is None:
             port = pick(sw.up, pkt.key, sw.salt)  # ECMP (uet.net.ecmp NET-M2)
-        if port.enqueue(pkt, now) and not port.busy:
-            self._transmit(port, now)
+        if port.enqueue(pkt, now):
+            if not port.busy:
+                self._transmit(port, now)
+        elif self.event_log is not None:
+            self.event_log.append((now, 2, self._port_index[id(port)], pkt.pid, _flags(pkt)))
 
     def _at_host(self, now: float, host: _HostNode, pkt: Packet) -> None:
+        if self.event_log is not None:
+            self.event_log.append((now, 3, host.idx, pkt.pid, _flags(pkt)))
         frame = pkt.frame
         bits = pkt.csig
         if bits is not None:
@@ -434,19 +477,31 @@ class FabricSimulator:
             frame_of = self.frames.frame
             tag = self._neutral
             data_keys = self.data_keys
+            engine = self._engine
+            batch = []
             for data, meta in out:
                 frame, (dst, key, control, ect) = frame_of(data, meta)
                 if not control:
                     data_keys.add(key)
+                self._pid += 1
                 if tag is None or control:
-                    pkt = Packet(frame, dst, key, control, ect)
+                    pkt = Packet(frame, dst, key, control, ect, pid=self._pid)
                 else:  # SIM-F1
                     frame = insert_tag(frame, tag, self.cfg.csig_ethertype)
-                    pkt = Packet(frame, dst, key, control, ect, csig=tag)
+                    pkt = Packet(frame, dst, key, control, ect, csig=tag, pid=self._pid)
                 if pcap is not None:
                     pcap.write(now, frame)
-                nic.enqueue(pkt, now)
-            if not nic.busy:
+                if engine is None:
+                    nic.enqueue(pkt, now)
+                else:
+                    self._inflight[self._pid] = pkt
+                    batch.append((self._pid, len(frame), dst, key, control | ect << 1,
+                                  -1 if pkt.csig is None else pkt.csig))
+            if engine is not None:
+                engine.inject(now, host.idx, batch)
+                if self.event_log is not None:  # the NIC's sends, in their place
+                    self.event_log.extend(engine.log())
+            elif not nic.busy:
                 self._transmit(nic, now)
         t = ep.get_timer()
         if t is not None and t < host.sched:
@@ -525,9 +580,22 @@ class FabricSimulator:
         self.failed_flows = 0
         for i, f in enumerate(self.flows):
             self._push(f.start_s, self._start_flow, i)
+        if self._engine is not None:  # SIM-E1
+            cfabric.run(self, self.progress, EVERY_EVENTS, EVERY_EVENTS)
+            cfabric.sync_ports(self)
+        else:
+            self._run_events()
+        if self.delivered < len(self.flows) and not self.failures:
+            self.failures.append(f"{self.delivered} of {len(self.flows)} flows delivered")
+        if self.progress is not None:
+            self.progress({**self._snapshot(), "final": True})
+        return self._summary(time.perf_counter() - wall0)
+
+    def _run_events(self) -> None:
+        """The Python engine's run loop: the heap's events in (time, seq) order."""
         heap = self.heap
         pop = heapq.heappop
-        limit = cfg.time_limit_s
+        limit = self.cfg.time_limit_s
         progress = self.progress
         tick = EVERY_EVENTS
         while heap:
@@ -548,11 +616,6 @@ class FabricSimulator:
             if self.open_flows > 0:
                 self.failures.append(f"stalled at {self.now:.6f}s with {self.open_flows} flow(s) "
                                      "not complete")
-        if self.delivered < len(self.flows) and not self.failures:
-            self.failures.append(f"{self.delivered} of {len(self.flows)} flows delivered")
-        if progress is not None:
-            progress({**self._snapshot(), "final": True})
-        return self._summary(time.perf_counter() - wall0)
 
     def _snapshot(self) -> dict[str, Any]:
         if self._ideal is None:  # a yardstick for how far the run is (flows end late)
@@ -639,6 +702,12 @@ class FabricSimulator:
         summary["ok"] = (not self.failures and summary["completed"] == len(self.flows)
                          and self.delivered == len(self.flows) and not summary["internal_errors"])
         return summary
+
+
+def _flags(pkt: Packet) -> int:
+    """A packet's trimmed and CE bits and its CSIG tag as uet.native.fabric's log reports them."""
+    tag = pkt.csig
+    return pkt.trimmed << 2 | pkt.ce << 3 | (0 if tag is None else 16 | tag << 16)
 
 
 def _traffic_name(spec: tuple[str, Any]) -> str:
