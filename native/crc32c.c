@@ -250,6 +250,27 @@ uint32_t uet_crc32c(uint32_t crc, const void *buf, size_t len)
     return uet_crc32c_sw(crc, buf, len);
 }
 
+/* The A.3 trailer context (uet_native.h; twin: uet/wire/trailer.py udp_seed), one definition for
+ * the receive lane (rxlane.c: checks and the ACKs it builds) and the request builder (txbuild.c). */
+uint32_t uet_udp_seed(const uint8_t *src, const uint8_t *dst, uint32_t alen, uint16_t sport,
+                      uint16_t dport, uint32_t udp_len)
+{
+    uint8_t ctx[40];
+    if (alen > 16)
+        alen = 16; /* never more than an IPv6 address; callers pass 4 or 16 */
+    memcpy(ctx, src, alen);
+    memcpy(ctx + alen, dst, alen);
+    uint8_t *u = ctx + 2 * alen;
+    u[0] = (uint8_t)(sport >> 8);
+    u[1] = (uint8_t)sport;
+    u[2] = (uint8_t)(dport >> 8);
+    u[3] = (uint8_t)dport;
+    u[4] = (uint8_t)(udp_len >> 8);
+    u[5] = (uint8_t)udp_len;
+    u[6] = u[7] = 0;
+    return uet_crc32c(0, ctx, 2 * alen + 8);
+}
+
 int uet_crc32c_has_hw(void)
 {
     if (!crc32c_ready)

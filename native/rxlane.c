@@ -183,26 +183,6 @@ static uet_rx_msg *find_msg(const uet_rx_ep *ep, const uint8_t *peer, uint32_t a
     return NULL;
 }
 
-/* The trailer context (A.3, uet/wire/trailer.py udp_seed): the addresses (4 bytes each for IPv4,
- * 16 for IPv6: ``alen``), then the UDP header with checksum 0 and a length that counts the
- * trailer. */
-static uint32_t udp_seed(const uint8_t *src, const uint8_t *dst, uint32_t alen, uint16_t sport,
-                         uint16_t dport, uint32_t udp_len)
-{
-    uint8_t ctx[40];
-    memcpy(ctx, src, alen);
-    memcpy(ctx + alen, dst, alen);
-    uint8_t *u = ctx + 2 * alen;
-    u[0] = (uint8_t)(sport >> 8);
-    u[1] = (uint8_t)sport;
-    u[2] = (uint8_t)(dport >> 8);
-    u[3] = (uint8_t)dport;
-    u[4] = (uint8_t)(udp_len >> 8);
-    u[5] = (uint8_t)udp_len;
-    u[6] = u[7] = 0;
-    return uet_crc32c(0, ctx, 2 * alen + 8);
-}
-
 /* Target.send_ack (A2-A4) of uet/pds/target.py for a PDC whose ACKs the lane may build (its
  * ``ack_quick``: an ACK_CC with cc_type 0, no receiver penalty, no credit, no CSIG reflection,
  * no stored response): the SACK base tracker (A3), the ACK_CC bytes, the trailer of the answer's
@@ -242,7 +222,7 @@ static void build_ack(uet_rx_ep *ep, uet_rx_pdc *p, uint32_t psn, int retx, int 
     put_field(out, L->rcvd_bytes, (uint64_t)p->rcvd_bytes & 0xFFFFFF);
     put_field(out, L->ooo_count, (uint64_t)p->ooo_count & 0xFFFF);
     /* A4, A.1: the answer swaps the addresses and keeps the ports (to the UET port, from the EV) */
-    uint32_t crc = uet_crc32c(udp_seed(dst, src, alen, sport, dport,
+    uint32_t crc = uet_crc32c(uet_udp_seed(dst, src, alen, sport, dport,
                                        UDP_HEADER_LEN + size + TRAILER_LEN), out, size);
     out[size] = (uint8_t)(crc >> 24);
     out[size + 1] = (uint8_t)(crc >> 16);
@@ -325,7 +305,7 @@ int uet_rx_take(uet_rx_ep *ep, const char *datagram, size_t n, const char *src_b
         return 0; /* W1: new and inside the window */
     if (p->rod && (psn != p->next_deliver || p->rod_held))
         return 0; /* W4: ROD delivers at once only the next PSN, with nothing buffered */
-    uint32_t seed = udp_seed(src, dst, alen, sport, dport, (uint32_t)(UDP_HEADER_LEN + n));
+    uint32_t seed = uet_udp_seed(src, dst, alen, sport, dport, (uint32_t)(UDP_HEADER_LEN + n));
     uint32_t want = ((uint32_t)data[end] << 24) | ((uint32_t)data[end + 1] << 16)
                     | ((uint32_t)data[end + 2] << 8) | data[end + 3];
     if (uet_crc32c(seed, data, end) != want)

@@ -28,6 +28,8 @@
 /* Header lengths beyond this are not SES headers (D.3 is 44 bytes, D.5 and D.6 extensions a few
  * dozen); the bound keeps every size sum far from int64 overflow. */
 #define MAX_HEADER 65535
+/* A.3: the UDP length in the trailer context counts the 8-byte UDP header. */
+#define UDP_HEADER_LEN 8
 /* Field values above this could lose bits when shifted by up to 7 inside a 64-bit word. */
 #define MAX_FIELD ((uint64_t)1 << 56)
 
@@ -228,4 +230,21 @@ int64_t uet_txbuild(char *out, int64_t out_cap, const char *pds, const int32_t *
         p += UET_TXBUILD_TRAILER_LEN;
     }
     return total;
+}
+
+int32_t uet_txbuild_seeds(uint32_t *seeds, const char *addrs, int32_t alen, const uint16_t *sport,
+                          uint16_t dport, const int64_t *sizes, int32_t count)
+{
+    if (count < 0 || (alen != 4 && alen != 16))
+        return UET_TXBUILD_BAD_ARG;
+    if (count > 0 && (seeds == NULL || addrs == NULL || sport == NULL || sizes == NULL))
+        return UET_TXBUILD_BAD_ARG;
+    for (int32_t i = 0; i < count; i++)
+        if (sizes[i] < 0 || sizes[i] > 0xFFFF - UDP_HEADER_LEN)
+            return UET_TXBUILD_BAD_ARG; /* the UDP length must fit its 16 bits */
+    const uint8_t *a = (const uint8_t *)addrs;
+    for (int32_t i = 0; i < count; i++)
+        seeds[i] = uet_udp_seed(a, a + alen, (uint32_t)alen, sport[i], dport,
+                                (uint32_t)(UDP_HEADER_LEN + sizes[i]));
+    return 0;
 }

@@ -57,4 +57,11 @@ int64_t uet_txbuild(char *out, int64_t out_cap, const char *pds, const int32_t *
                     const int64_t *ses_end, const char *payload, int64_t payload_len,
                     const int64_t *payload_end);
 
+/* The trailer seeds of a run (A.3, uet_udp_seed): seeds[i] for a datagram of sizes[i] UET bytes
+ * (trailer included) from entropy sport[i] to dport, between the addresses addrs (the source,
+ * then the destination, alen bytes each: 4 or 16). Returns 0, or UET_TXBUILD_BAD_ARG (nothing
+ * written). */
+int32_t uet_txbuild_seeds(uint32_t *seeds, const char *addrs, int32_t alen, const uint16_t *sport,
+                          uint16_t dport, const int64_t *sizes, int32_t count);
+
 #endif

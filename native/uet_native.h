@@ -15,6 +15,11 @@ uint32_t uet_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 uint32_t uet_crc32c_hw(uint32_t crc, const void *buf, size_t len);
 /* 1 if the CPU CRC-32C instruction is used by uet_crc32c. */
 int uet_crc32c_has_hw(void);
+/* The A.3 trailer context of a UDP datagram (twin: uet/wire/trailer.py udp_seed): the CRC-32C
+ * register after the addresses (alen bytes each: 4 for IPv4, 16 for IPv6), then the UDP header
+ * with checksum 0 and udp_len (header, UET bytes and trailer; its low 16 bits). */
+uint32_t uet_udp_seed(const uint8_t *src, const uint8_t *dst, uint32_t alen, uint16_t sport,
+                      uint16_t dport, uint32_t udp_len);
 
 /* ---- icrc.c ---- */
 /* zlib-compatible CRC-32 (IEEE), chained like zlib.crc32. */

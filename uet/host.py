@@ -184,11 +184,13 @@ class Host:
         if self.ses.has_items:
             self.route(self.ses_mode, now)
         out = self.pds.datagrams_to_send(now)
-        # RUDI and UUD are asked only when they hold something: most hosts never use them
-        if self.rudi.has_datagrams:
-            out += self.rudi.datagrams_to_send(now)
-        if self.uud.has_datagrams:
-            out += self.uud.datagrams_to_send(now)
+        # RUDI and UUD are asked only once used, and when they hold something: most hosts never
+        # use them (a plain attribute read, no call, on every host's per-send path)
+        rudi, uud = self.rudi, self.uud
+        if rudi.used and rudi.has_datagrams:
+            out += rudi.datagrams_to_send(now)
+        if uud.used and uud.has_datagrams:
+            out += uud.datagrams_to_send(now)
         if self.tss is not None and out:  # HOST-H5: the tag replaces the trailer
             protect = self.tss.protect
             out = [(protect(data[:-4], meta), meta) for data, meta in out]
@@ -209,7 +211,7 @@ class Host:
 
     def get_timer(self) -> float | None:
         t = self.pds.get_timer()
-        if self.rudi.outstanding:
+        if self.rudi.used and self.rudi.outstanding:  # only a RUDI in use has timers
             r = self.rudi.get_timer()
             if r is not None and (t is None or r < t):
                 t = r
@@ -220,8 +222,9 @@ class Host:
     def handle_timer(self, now: float) -> None:
         self._now = now
         self.pds.handle_timer(now)
-        self.rudi.handle_timer(now)
-        self._rudi_events(now)
+        if self.rudi.used:  # a RUDI never used has no timer and no event
+            self.rudi.handle_timer(now)
+            self._rudi_events(now)
         if self._sweep_at <= now:  # HOST-H4
             self._sweep_at = INF
             self.ses.expire(now)

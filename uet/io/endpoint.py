@@ -234,6 +234,7 @@ class LiveEndpoint(SocketEngine):
         self._closed_waiters: list[trio.Event] = []
         self.skip_close = False  # True: leave open_endpoint without closing the PDCs (C.7)
         self.selectors: list[EntropySelector] = []  # the entropy selectors of our initiator PDCs
+        self._peers: dict[str, str] = {}  # a peer's address as given -> canonical (_dest)
 
     # --- public API -----------------------------------------------------------------------
     @property
@@ -259,10 +260,18 @@ class LiveEndpoint(SocketEngine):
                                  f"{port}: open another endpoint with peer_port={port}")
         else:
             host = dest
-        host = S.canonical(host)
-        if S.family_of(host) != S.family_of(self.local):
-            raise ValueError(f"{host}: not the address family of the local address {self.local}")
-        return host
+        known = self._peers.get(host)
+        if known is not None:
+            return known
+        canon = S.canonical(host)
+        if S.family_of(canon) != S.family_of(self.local):
+            raise ValueError(f"{canon}: not the address family of the local address {self.local}")
+        # a peer's address is resolved once, not per send (issue 28: nothing per-peer on the
+        # per-send path); bounded like the core's per-peer tables
+        if len(self._peers) >= 4096:
+            self._peers.clear()
+        self._peers[host] = canon
+        return canon
 
     def send_nowait(self, dest: str | tuple, data: bytes, *, mode: str = "rud", job_id: int = 0,
                     pid_on_fep: int = 0, resource_index: int = 0, tc: int = 0, op: str = "send",

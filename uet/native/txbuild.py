@@ -7,7 +7,8 @@ packet, its payload and the CRC-32C trailer (A.3). The decisions (which packets,
 entropy) stay with the caller; a run is packets ``first .. first + len(ar) - 1`` of one item with
 PSNs ``psn, psn + 1, ...`` (mod 2^32).
 
-``build_requests(*, header, item, first, psn, clear_psn, ar, entropy, src, dst, port, udp_seed)``
+``build_requests(*, header, item, first, psn, clear_psn, ar, entropy, src, dst, port, udp_seed,
+context=None)``
     The datagrams of the run, one ``bytes`` per packet, in order: exactly what
     :func:`build_requests_py` (the reference, one packet at a time: pack, header, join, seed, CRC)
     returns. ``header`` is the PDC's
@@ -15,6 +16,11 @@ PSNs ``psn, psn + 1, ...`` (mod 2^32).
     the CLEAR_PSN each packet's offset is taken from (I3), ``ar[i]`` whether packet i asks for an
     ACK, ``entropy[i]`` its entropy (the UDP source port), and ``udp_seed`` is
     :func:`uet.wire.trailer.udp_seed` (uet.native is a leaf: the trailer context comes in).
+    ``context``: the addresses the trailer covers, ``address_bytes(src) + address_bytes(dst)``
+    of uet.wire.trailer (4 or 16 bytes each), a constant of the caller's PDC: with it the C path
+    computes every packet's seed itself (``uet_udp_seed``, the C twin of ``udp_seed``), so the
+    whole request, trailer included, is one C call per run; without it, or for a seed C does
+    not take (a UDP length or port outside 16 bits), ``udp_seed`` gives them.
     Raises ValueError for a run outside the item or a field that cannot be packed.
 
 ``TX_BACKEND`` is ``"c"`` when :func:`build_requests` writes the run in one C call
@@ -70,8 +76,9 @@ def _check(header: Any, item: Any, first: int, psn: int, clear_psn: int, ar: Seq
 
 def build_requests_py(*, header: Any, item: Any, first: int, psn: int, clear_psn: int,
                       ar: Sequence[bool], entropy: Sequence[int], src: str, dst: str, port: int,
-                      udp_seed: UdpSeed) -> list[bytes]:
-    """The reference of :func:`build_requests` (see the module docstring): one packet at a time."""
+                      udp_seed: UdpSeed, context: bytes | None = None) -> list[bytes]:
+    """The reference of :func:`build_requests` (see the module docstring): one packet at a time,
+    each seed from ``udp_seed`` (``context`` is the C path's)."""
     _check(header, item, first, psn, clear_psn, ar, entropy)
     pack, next_hdr = header.pack, item.next_hdr
     out = []
@@ -101,7 +108,7 @@ def _install_c() -> None:
     if (lib.UET_TXBUILD_REQUEST_SIZE != REQUEST_SIZE
             or lib.UET_TXBUILD_TRAILER_LEN != TRAILER_LEN):
         return
-    message_c, generic_c = lib.uet_txbuild_message, lib.uet_txbuild
+    message_c, generic_c, seeds_c = lib.uet_txbuild_message, lib.uet_txbuild, lib.uet_txbuild_seeds
     from_buffer, new, buffer = ffi.from_buffer, ffi.new, ffi.buffer
     new_uncleared = ffi.new_allocator(should_clear_after_alloc=False)
     no_room = lib.UET_TXBUILD_NO_ROOM
@@ -112,6 +119,7 @@ def _install_c() -> None:
 
     class Scratch(threading.local):
         out: tuple = (None, 0, None)  # the thread's output buffer (a char[]), its size, a view
+        seeds: Any = None  # the thread's trailer seeds (a uint32_t[]), filled per run
 
     scratch = Scratch()
     # The last item and its constants (its request template, sizes), looked up again while its
@@ -175,9 +183,25 @@ def _install_c() -> None:
         scratch.out = buf, size, buffer(buf)
         return scratch.out
 
+    def seeds_of(sizes: list[int], entropy: Sequence[int], src: str, dst: str, port: int,
+                 udp_seed: UdpSeed, context: bytes | None) -> Any:
+        """The trailer seeds of a run: in C from ``context`` when it is given and C takes the
+        values, else from ``udp_seed`` (the same numbers either way)."""
+        if context is not None:
+            seeds = scratch.seeds
+            if seeds is None or len(seeds) < len(sizes):
+                seeds = scratch.seeds = new("uint32_t[]", max(64, len(sizes)))
+            try:
+                if seeds_c(seeds, context, len(context) >> 1, entropy, port, sizes,
+                           len(sizes)) == 0:
+                    return seeds
+            except (OverflowError, TypeError):  # a port outside 16 bits: the reference's way
+                pass
+        return [udp_seed(src, dst, ev, port, UDP_HEADER_LEN + n) for ev, n in zip(entropy, sizes)]
+
     def build_c(*, header: Any, item: Any, first: int, psn: int, clear_psn: int,
                 ar: Sequence[bool], entropy: Sequence[int], src: str, dst: str, port: int,
-                udp_seed: UdpSeed) -> list[bytes]:
+                udp_seed: UdpSeed, context: bytes | None = None) -> list[bytes]:
         count = len(ar)
         if len(entropy) != count or first < 0 or first + count > item.count or psn >> 32 \
                 or clear_psn >> 32:
@@ -200,7 +224,6 @@ def _install_c() -> None:
             if count == 1:  # common when ACKs clock the sender: no list work for it
                 total = size0 if first == 0 else (size_last if first == last_k else full)
                 sizes = [total]
-                seeds = [udp_seed(src, dst, entropy[0], port, UDP_HEADER_LEN + total)]
             else:
                 sizes = [full] * count
                 if first == 0:
@@ -208,8 +231,7 @@ def _install_c() -> None:
                 if first + count - 1 == last_k:
                     sizes[-1] = size_last
                 total = sum(sizes)
-                seeds = [udp_seed(src, dst, ev, port, UDP_HEADER_LEN + n)
-                         for ev, n in zip(entropy, sizes)]
+            seeds = seeds_of(sizes, entropy, src, dst, port, udp_seed, context)
             data = item.template().data  # not kept in ``last``: it would keep the bytes alive
             obj = data.obj
             if type(obj) is not bytes or len(obj) != length:
@@ -230,8 +252,7 @@ def _install_c() -> None:
             sizes = [REQUEST_SIZE + len(h) + len(p) + TRAILER_LEN
                      for h, p in zip(heads, payloads)]
             total = sum(sizes)
-            seeds = [udp_seed(src, dst, ev, port, UDP_HEADER_LEN + n)
-                     for ev, n in zip(entropy, sizes)]
+            seeds = seeds_of(sizes, entropy, src, dst, port, udp_seed, context)
             ses = heads[0] if count == 1 else b"".join(heads)
             payload = payloads[0] if count == 1 else b"".join(payloads)
             ses_end, payload_end = [], []

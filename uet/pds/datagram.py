@@ -40,6 +40,9 @@ class Outbox:
     stats: Any
     last_error: BaseException | None = None
     last_error_datagram = ""
+    #: whether the endpoint ever queued or received anything: a host polls the queues and timers
+    #: of the modes in use only (issue 28), and most hosts never use RUDI or UUD
+    used = False
 
     def _internal_error(self, exc: BaseException, data: Any) -> None:
         """A bug, not bad input (PDS-R3 of uet/pds/endpoint.py): counted as ``internal_errors`` and

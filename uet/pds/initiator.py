@@ -64,7 +64,7 @@ from ..wire.enums import (CTL_ACK_REQ, CTL_CLEAR, CTL_CLEAR_REQ, CTL_CLOSE, CTL_
                           TRIM_CODES, nack_name)
 from ..native.txbuild import build_requests
 from ..wire.psn import M32, pdiff
-from ..wire.trailer import udp_seed
+from ..wire.trailer import address_bytes, udp_seed
 from . import events as ev
 from .datagram import DSCP_CONTROL, ECT0, NOT_ECT, DatagramMeta, seal
 from .credit import InitiatorCredit
@@ -129,6 +129,10 @@ class Initiator(PdcSide):
         self.sackmask = 0
         self.header = RequestHeader(self.ptype, pdcid)
         self._metas: dict[int, DatagramMeta] = {}  # entropy -> metadata of data requests
+        # A.3: the addresses every trailer of this PDC covers, a constant of the PDC, so that the
+        # C request builder seeds the trailers itself (uet.native.txbuild); None for addresses
+        # that are not IP literals (a simulator's names): udp_seed gives the seeds then
+        self.trailer_context = _trailer_context(ep.address, peer)
 
     @property
     def established(self) -> bool:
@@ -306,7 +310,7 @@ class Initiator(PdcSide):
         out.extend(zip(build_requests(
             header=self.header, item=p.item.item, first=p.index, psn=p.psn,
             clear_psn=(self.base - 1) & M32, ar=ar, entropy=evs, src=self.ep.address,
-            dst=self.peer, port=cfg.port, udp_seed=udp_seed),
+            dst=self.peer, port=cfg.port, udp_seed=udp_seed, context=self.trailer_context),
             [self._metas.get(ev_) or self._meta(ev_) for ev_ in evs]))  # PDS-I3: CLEAR_PSN
 
     def _transmit(self, p: SentPacket, now: float, *, retx: bool) -> tuple[bytes, DatagramMeta]:
@@ -612,3 +616,13 @@ class Initiator(PdcSide):
     def outstanding_items(self) -> list[Any]:
         """The items not yet complete (for PDS-X6)."""
         return [it.item for it in self.items.values() if not it.done]
+
+
+def _trailer_context(src: str, dst: str) -> bytes | None:
+    """The addresses of the trailer context (A.3) of a PDC from ``src`` to ``dst``, or None when
+    they are not two IP literals of one family."""
+    try:
+        a, b = address_bytes(src), address_bytes(dst)
+    except (OSError, TypeError, ValueError):
+        return None
+    return a + b if len(a) == len(b) else None

@@ -192,6 +192,7 @@ class RudiEndpoint(Outbox):
     def send_request(self, dst: str, next_hdr: int, ses: bytes, now: float, *, tag: Any = None,
                      dport: int | None = None) -> int:
         """Queue one RUDI request carrying ``ses`` (SES header + payload); returns its pkt_id."""
+        self.used = True
         while True:  # PDS-U4
             pid = self._rng.randrange(1, M32 + 1)
             if pid not in self._out:
@@ -251,6 +252,7 @@ class RudiEndpoint(Outbox):
     # --- receive ----------------------------------------------------------------------------------
 
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float) -> None:
+        self.used = True
         try:
             self._receive(bytes(data), meta, now)
         except DecodeError:

@@ -56,6 +56,7 @@ class UudEndpoint(Outbox):
 
     def send_datagram(self, dst: str, ses: bytes, *, next_hdr: int = 3, dport: int | None = None) -> bool:
         """Queue one datagram (PDS-D1); False (and counted) when longer than ``mtu`` (PDS-D6)."""
+        self.used = True
         if len(ses) > self.mtu:
             self.stats["too_long"] += 1
             return False
@@ -69,6 +70,7 @@ class UudEndpoint(Outbox):
         return True
 
     def receive_datagram(self, data: bytes, meta: DatagramMeta, now: float = 0.0) -> None:
+        self.used = True
         try:
             data = bytes(data)
             if getattr(meta, "dscp", 0) == DSCP_TRIMMED:  # PDS-D4
