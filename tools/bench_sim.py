@@ -98,7 +98,7 @@ def scale(a: argparse.Namespace) -> int:
             for seed in range(a.seed, a.seed + max(1, a.repeat))]
     print(json.dumps({"benchmark": "sim_scale", "date": time.strftime("%Y-%m-%d"),
                       "env": {"python": platform.python_version(), "native_backend": native.BACKEND,
-                              "cpus": os.cpu_count(),
+                              "fabric_engine": cfabric.resolve(None), "cpus": os.cpu_count(),
                               "loadavg_before": [round(x, 2) for x in load_before],
                               "loadavg_after": [round(x, 2) for x in os.getloadavg()]},
                       "runs": rows}))
