@@ -208,6 +208,8 @@ static void build_ack(uet_rx_ep *ep, uet_rx_pdc *p, uint32_t psn, int retx, int 
             sb = late; /* A3: report a PSN that arrived below the tracker base */
     }
     p->bytes_since_ack = 0;
+    if (p->pending_ar_set && uet_psn_diff(cack, p->pending_ar) >= 0)
+        p->pending_ar_set = 0; /* A1: CACK covers the PSN that asked */
     uint8_t *out = ack->datagram;
     uint32_t size = L->ack_size;
     memcpy(out, p->ack_const, size);
@@ -342,17 +344,22 @@ int uet_rx_take(uet_rx_ep *ep, const char *datagram, size_t n, const char *src_b
     int ce = ecn == L->ecn_ce;
     if (ar || ce || p->ack_per_packet || p->pending_ar_set
         || p->bytes_since_ack + add >= p->ack_gen_trigger) {
-        /* Target.acknowledge, where the lane may build the ACK and no AR is left pending */
-        if (p->ack_quick && !p->pending_ar_set && L->ack_size >= 16
-            && L->ack_size <= sizeof p->ack_const
-            && L->ack_size + TRAILER_LEN <= sizeof ack->datagram
-            && !(ar && uet_psn_diff(psn, uet_psnwin_cack(p->win)) > 0)) {
+        /* Target.acknowledge, where the lane may build the ACK */
+        if (p->ack_quick && L->ack_size >= 16 && L->ack_size <= sizeof p->ack_const
+            && L->ack_size + TRAILER_LEN <= sizeof ack->datagram) {
+            uint32_t cack = uet_psnwin_cack(p->win);
             if (ar || (ce && p->ack_on_ecn) || p->ack_per_packet
-                || p->bytes_since_ack + add >= p->ack_gen_trigger) {
+                || p->bytes_since_ack + add >= p->ack_gen_trigger
+                || (p->pending_ar_set && uet_psn_diff(cack, p->pending_ar) >= 0)) {
                 build_ack(ep, p, psn, retx, ce, src, dst, alen, sport, dport, ack);
+                if (ar && uet_psn_diff(psn, cack) > 0) {
+                    p->pending_ar = psn; /* A1: an ACK is due again once CACK covers it */
+                    p->pending_ar_set = 1;
+                }
                 return 3;
             }
-            p->bytes_since_ack += add; /* CE without ACK_ON_ECN: nothing asks for an ACK yet */
+            /* CE without ACK_ON_ECN, or an AR still pending: nothing asks for an ACK yet */
+            p->bytes_since_ack += add;
             return 1;
         }
         ack->psn = psn;

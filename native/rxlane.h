@@ -55,13 +55,14 @@ typedef struct uet_rx_pdc {
     uint8_t rod;                   /* a ROD PDC (W4) */
     uint8_t rod_held;              /* W4: the ROD reorder buffer holds something (set by Python) */
     uint32_t next_deliver;         /* W4: the next PSN a ROD PDC delivers */
-    uint8_t pending_ar_set;        /* A1: a PSN asked for an ACK earlier */
+    uint8_t pending_ar_set;        /* A1: a PSN asked for an ACK earlier ... */
     uint8_t ack_per_packet;
     uint8_t late_set;
     uint32_t size;                 /* W1: window in PSNs */
     uint32_t ack_gen_trigger, ack_gen_min_pkt_add;  /* A1 */
     int64_t bytes_since_ack, rcvd_bytes, ooo_count; /* A1, A5 */
     uint32_t sack_base, late, clear_psn;             /* A3, W1 */
+    uint32_t pending_ar;           /* ... A1: the newest such PSN (with pending_ar_set) */
     double last_rx;
     uint8_t ack_quick;             /* the lane may build this PDC's ACKs (set by Python: A2, A5) */
     uint8_t ack_on_ecn;            /* A1 */

@@ -310,6 +310,30 @@ def test_any_item_with_a_request_template_is_cut_in_c():
                           port=4793, udp_seed=udp_seed) == want
 
 
+
+@requires_c
+def test_interleaved_messages_keep_their_constants():
+    """The many-host simulator interleaves the runs of many messages: each one's constants (its
+    request template read, its C message made) are worked out once, not again whenever another
+    message's run went out in between (a one-entry cache did that), and the datagrams are the
+    reference's."""
+    msgs = [message(9000, 1000, seed=s) for s in range(3)]
+    asked = []
+    for m in msgs:
+        def template(m=m, real=m.template):
+            asked.append(m)
+            return real()
+        m.template = template
+    h = RequestHeader(RUD_REQ, 1, 1)
+    for k in range(4):
+        for m in msgs:
+            want = reference(h, m, k, 5 + k, 4, [False], [7], A4, B4, 4793)
+            assert build_requests(header=h, item=m, first=k, psn=5 + k, clear_psn=4, ar=[False],
+                                  entropy=[7], src=A4, dst=B4, port=4793,
+                                  udp_seed=udp_seed) == want
+    # one template() per run for its bytes, and one more per message for its constants
+    assert len(asked) == 4 * len(msgs) + len(msgs)
+
 def test_an_empty_run_is_no_datagram():
     for got in build_all(message(5000, 1000), header=RequestHeader(RUD_REQ, 1, 1), first=5,
                          psn=0, clear_psn=0, ar=[], entropy=[]):

@@ -62,9 +62,10 @@ def test_every_frame_and_the_summary_agree(cfg, monkeypatch):
     assert _run(cfg) == (fast, frames)
 
 
-def _pair(seed: int, mode: str, sizes: list[int], mtu: int, family: int = 4) -> tuple[Host, Host]:
+def _pair(seed: int, mode: str, sizes: list[int], mtu: int, family: int = 4, *,
+          ack_per_packet: bool = False) -> tuple[Host, Host]:
     cfg = dict(mtu=mtu, window_bytes=mtu * 16, rto_initial=1e-4, max_rto_retx=30,
-               max_nack_retx=50)
+               max_nack_retx=50, ack_per_packet=ack_per_packet)
     a_addr, b_addr = ADDRESSES[family]
     a = Host(a_addr, pds=PdsConfig(**cfg), ses=SesConfig(mtu=mtu, seed=1), seed=seed)
     b = Host(b_addr, pds=PdsConfig(**cfg), ses=SesConfig(mtu=mtu, seed=2, auto_receive=True),
@@ -76,7 +77,8 @@ def _pair(seed: int, mode: str, sizes: list[int], mtu: int, family: int = 4) -> 
 
 
 def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int, *,
-           batch: int | None = None, rudi: int = 0, area: bool = False, family: int = 4) -> list:
+           batch: int | None = None, rudi: int = 0, area: bool = False, family: int = 4,
+           ack_per_packet: bool = False) -> list:
     """A pair under seeded drops, duplicates and reordering until every message arrived (or
     ``steps`` rounds passed); the log of every datagram sent and every event, in order, and the
     state at the end. ``batch`` None: each datagram to its host in arrival order; otherwise
@@ -84,8 +86,9 @@ def _drive(seed: int, mode: str, sizes: list[int], mtu: int, steps: int, *,
     ``batch`` (0: one by one), 1% of datagrams are damaged, ``rudi`` single-packet RUDI sends go
     beside the messages, and the timers are logged too; with ``area`` (tests/native/
     test_rxlane.py) B takes its runs as receive areas, read in place by the C receive lane;
-    ``family`` 6: the pair speaks IPv6 (the trailer's pseudo-header, A.3)."""
-    a, b = _pair(seed, mode, sizes, mtu, family)
+    ``family`` 6: the pair speaks IPv6 (the trailer's pseudo-header, A.3); ``ack_per_packet``:
+    every request asks for an ACK (C.9), so reordered ones leave an AR pending (PDS-A1)."""
+    a, b = _pair(seed, mode, sizes, mtu, family, ack_per_packet=ack_per_packet)
     rng = random.Random(seed)
     for _ in range(rudi):
         a.send(b.address, rng.randbytes(rng.randrange(1, 300)), mode="rudi")
@@ -184,6 +187,32 @@ def test_a_pair_under_impairments_does_the_same_with_and_without_the_twins(seed,
     fast, slow = _both(seed, mode, sizes, mtu, 3000, family=family)
     assert fast == slow
 
+
+
+@pytest.mark.parametrize("mode", ["rud", "rod"])
+@pytest.mark.parametrize("seed", range(3))
+def test_an_ack_per_packet_with_an_ar_pending_agrees_and_the_lane_builds_it(seed, mode,
+                                                                             monkeypatch):
+    """PDS-A1 with an ACK per packet (C.9) under reordering: a request that arrives ahead of CACK
+    leaves its AR pending, and the next ACK is due when CACK covers it. The lane keeps that PSN
+    and builds those ACKs itself (status 3) as the reference would (the same datagrams, events
+    and state), instead of handing each one to the reference (status 2)."""
+    from uet.pds.endpoint import Endpoint
+
+    fast, slow = _both(seed, mode, [300_000, 100_000], 4096, 3000, ack_per_packet=True)
+    assert fast == slow and fast[-1] == 2
+    if native.BACKEND != "c" or mode == "rod":  # ROD: the lane takes only the next PSN (PDS-W4)
+        return
+    statuses: list[int] = []
+    real = Endpoint.acknowledge_lane
+
+    def count(self, meta, status, now):
+        statuses.append(status)
+        real(self, meta, status, now)
+
+    monkeypatch.setattr(Endpoint, "acknowledge_lane", count)
+    _drive(seed, mode, [300_000, 100_000], 4096, 3000, ack_per_packet=True)
+    assert statuses.count(3) > 50 and 2 not in statuses
 
 @pytest.mark.parametrize("family", [4, 6])
 @pytest.mark.parametrize("mode", ["rud", "rod"])

@@ -35,11 +35,12 @@ class PdcState:
     """A target PDC's per-packet fields when no C lane holds them (uet/pds/target.py)."""
 
     __slots__ = ("bytes_since_ack", "rcvd_bytes", "ooo_count", "sack_base", "late", "late_set",
-                 "clear_psn", "last_rx", "open", "pending_ar_set", "next_deliver", "rod_held")
+                 "clear_psn", "last_rx", "open", "pending_ar_set", "pending_ar", "next_deliver",
+                 "rod_held")
 
     def __init__(self) -> None:
         self.bytes_since_ack = self.rcvd_bytes = self.ooo_count = 0
-        self.sack_base = self.late = self.clear_psn = self.next_deliver = 0
+        self.sack_base = self.late = self.clear_psn = self.next_deliver = self.pending_ar = 0
         self.late_set = self.open = self.pending_ar_set = self.rod_held = 0
         self.last_rx = 0.0
 
@@ -64,6 +65,23 @@ def lane_field(name: str) -> property:
         setattr(self._lane, name, value)
 
     return property(get, put, doc=f"{name} (held by the object's lane, uet.native.rxlane)")
+
+
+def optional_lane_field(name: str, doc: str) -> property:
+    """A property for a PSN the lane may not hold: ``self._lane.<name>`` when its flag
+    ``<name>_set`` is on, else None (None stores the flag off and the value 0)."""
+    flag = name + "_set"
+
+    def get(self: Any) -> int | None:
+        lane = self._lane
+        return getattr(lane, name) if getattr(lane, flag) else None
+
+    def put(self: Any, value: int | None) -> None:
+        lane = self._lane
+        setattr(lane, flag, int(value is not None))
+        setattr(lane, name, 0 if value is None else value)
+
+    return property(get, put, doc=doc)
 
 
 def ipv4(peer: Any) -> bytes | None:

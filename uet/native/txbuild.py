@@ -122,10 +122,11 @@ def _install_c() -> None:
         seeds: Any = None  # the thread's trailer seeds (a uint32_t[]), filled per run
 
     scratch = Scratch()
-    # The last item and its constants (its request template, sizes), looked up again while its
-    # runs go out: one (weak reference, constants) pair, stored in one step (threads may share it), and
-    # weak so that an acknowledged message is not kept alive by this cache.
-    last: list = [None]
+    # The recent items and their constants (request template, sizes), looked up again while their
+    # runs go out: id(item) -> (weak reference, constants), each entry stored in one step (threads
+    # may share it), weak so that an acknowledged message is not kept alive by this cache, and more
+    # than one because a simulator interleaves the runs of many hosts' messages.
+    recent: dict[int, tuple] = {}
 
     def layout(cls: type) -> Any:
         """The request header's field positions (B.5) as the C code takes them, per class."""
@@ -141,7 +142,7 @@ def _install_c() -> None:
         """What the C code needs to cut ``item``'s packets itself (from its request template,
         uet.pds.upper.RequestTemplate, read by name: this package is a leaf), or None when it
         gives none or one that does not describe its ``count`` packets of plain bytes."""
-        entry = last[0]
+        entry = recent.get(id(item))
         if entry is not None and entry[0]() is item:
             return entry[1]
         template = getattr(item, "template", None)
@@ -168,7 +169,9 @@ def _install_c() -> None:
                           tail + mtu,                                             # most packets
                           REQUEST_SIZE + len(som) + len(ext) + min(mtu, length) + TRAILER_LEN,
                           tail + length - (count - 1) * mtu)                      # the last
-        last[0] = (weakref.ref(item), consts)
+        if len(recent) >= 1 << 12:
+            recent.clear()
+        recent[id(item)] = (weakref.ref(item), consts)
         return consts
 
     def output(total: int) -> tuple[Any, int, Any]:
@@ -217,7 +220,7 @@ def _install_c() -> None:
         if shifts is None:
             shifts = layout(type(header))
         flags = bytes(ar)
-        entry = last[0]  # message_constants(item), the common case inline
+        entry = recent.get(id(item))  # message_constants(item), the common case inline
         consts = entry[1] if entry is not None and entry[0]() is item else message_constants(item)
         if consts is not None:
             msg, ses, length, last_k, full, size0, size_last = consts
@@ -232,7 +235,7 @@ def _install_c() -> None:
                     sizes[-1] = size_last
                 total = sum(sizes)
             seeds = seeds_of(sizes, entropy, src, dst, port, udp_seed, context)
-            data = item.template().data  # not kept in ``last``: it would keep the bytes alive
+            data = item.template().data  # not kept in ``recent``: it would keep the bytes alive
             obj = data.obj
             if type(obj) is not bytes or len(obj) != length:
                 obj = from_buffer(data)

@@ -301,11 +301,24 @@ def read_nack(data: bytes, end: int) -> Nack:
     return Nack(*_read_nack(data))
 
 
+_NACK_CONST = _NACK_NT0.const({"type": NACK_TYPE})
+_NACK_SHIFTS = tuple(_NACK_NT0.shift[n] for n in ("m", "retx", "nack_code", "nack_psn", "spdcid",
+                                                   "dpdcid", "payload"))
+_NACK_LIMITS = tuple(_NACK_NT0.mask[n] for n in ("nack_code", "spdcid", "dpdcid"))
+
+
 def nack_bytes(code: int, psn: int, spdcid: int, dpdcid: int, *, m: bool = False,
                retx: bool = False, payload: int = 0) -> bytes:
-    return _NACK.encode({"type": NACK_TYPE, "m": m, "retx": retx, "nt": False, "nack_code": code,
-                         "nack_psn": psn & M32, "spdcid": spdcid, "dpdcid": dpdcid,
-                         "payload": payload & M32})
+    """A NACK (B.10, NT = 0): the constant type ORed with each field at its place (a NACK goes out
+    for every trimmed packet: the schema's codec would check and pack field by field)."""
+    lim_code, lim_spdcid, lim_dpdcid = _NACK_LIMITS
+    if not (0 <= code <= lim_code and 0 <= spdcid <= lim_spdcid and 0 <= dpdcid <= lim_dpdcid):
+        # the schema's codec says which field does not fit (EncodeError)
+        _NACK.encode({"type": NACK_TYPE, "nack_code": code, "spdcid": spdcid, "dpdcid": dpdcid})
+    s_m, s_retx, s_code, s_psn, s_spdcid, s_dpdcid, s_payload = _NACK_SHIFTS
+    return (_NACK_CONST | bool(m) << s_m | bool(retx) << s_retx | code << s_code
+            | (psn & M32) << s_psn | spdcid << s_spdcid | dpdcid << s_dpdcid
+            | (payload & M32) << s_payload).to_bytes(NACK_SIZE, "big")
 
 
 _CTL = fast("pds.control")

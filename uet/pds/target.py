@@ -61,7 +61,8 @@ from operator import attrgetter
 from typing import Any, Callable
 
 from .. import native
-from ..native.rxlane import PdcState, ip_bytes, lane_field, set_ack_const
+from ..native.rxlane import (PdcState, ip_bytes, lane_field, optional_lane_field,
+                             set_ack_const)
 from ..wire.enums import CTL_ACK_REQ, CTL_CLEAR, CTL_CLOSE, CTL_CREDIT_REQ, CTL_PROBE, NACK_BY_NAME
 from ..wire.psn import M32, pdiff
 from .datagram import CE, DatagramMeta
@@ -97,11 +98,7 @@ class Target(PdcSide):
     INITIAL = HALF_OPEN
 
     # What the C receive lane (uet.native.rxlane) only reads is told to it as it changes:
-    # whether the PDC is open to it (_entered), whether an AR is pending (PDS-A1), whether it may
-    # build the ACKs (refresh_quick)
-    pending_ar = _kept("pending_ar", lambda t, v: setattr(t._lane, "pending_ar_set",
-                                                            int(v is not None)),
-                       "PDS-A1: the newest PSN that asked for an ACK before CACK covered it")
+    # whether the PDC is open to it (_entered), whether it may build the ACKs (refresh_quick)
     penalised = _kept("penalised", lambda t, v: t.refresh_quick(),
                       "PDS-A5: the last ACK carried rcv_cwnd_pend > 0")
     credited = _kept("credited", lambda t, v: t.refresh_quick(),
@@ -178,17 +175,11 @@ class Target(PdcSide):
                 and not self._credited and self.ep.reflector is None
                 and self.ep.upper.pressure(self.peer) <= PEND_FROM)
 
-    @property
-    def late(self) -> int | None:
-        """PDS-A3: a PSN that arrived below the SACK base, reported once by the next ACK."""
-        lane = self._lane
-        return lane.late if lane.late_set else None
-
-    @late.setter
-    def late(self, value: int | None) -> None:
-        lane = self._lane
-        lane.late_set = int(value is not None)
-        lane.late = 0 if value is None else value
+    pending_ar = optional_lane_field(
+        "pending_ar", "PDS-A1: the newest PSN that asked for an ACK before CACK covered it (the C "
+        "lane sets and clears it as the reference does when it builds the ACKs)")
+    late = optional_lane_field(
+        "late", "PDS-A3: a PSN that arrived below the SACK base, reported once by the next ACK")
 
     def release_lane(self) -> None:
         """The PDC is forgotten: its C lane (if any) is freed, its fields kept in a PdcState."""

@@ -9,6 +9,7 @@ CRC-32C trailer by default (docs/design-notes.md "Defaults").
 from __future__ import annotations
 
 import ipaddress
+import struct
 from typing import Any, Mapping
 
 from .. import UET_IP_PROTO, UET_UDP_PORT
@@ -78,7 +79,9 @@ def ip_header(src: str, dst: str, proto: int, payload_len: int, dscp: int, ecn: 
 
 
 def ipv4_checksum(header: bytes) -> int:
-    s = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, len(header), 2))
+    s = sum(struct.unpack(f"!{len(header) // 2}H", header[:len(header) & ~1]))
+    if len(header) & 1:
+        s += header[-1]  # as it always was (an IPv4 header is a multiple of 4 bytes)
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
@@ -155,11 +158,10 @@ def trim(frame: bytes, keep: int = 256, *, ethernet: bool = True) -> bytes:
     """What a trimming switch does (C.6, docs/design-notes.md "Defaults"): keep the first ``keep`` bytes of the
     UDP payload, rewrite the DSCP to 11, fix the lengths and the IPv4 checksum."""
     off = 14 if ethernet else 0
-    ip = bytearray(frame[off:])
-    if ip[0] >> 4 != 4:
+    if len(frame) <= off or frame[off] >> 4 != 4:
         raise ValueError("trim() handles IPv4 frames")
-    hl = (ip[0] & 0xF) * 4
-    ip = ip[:hl + 8 + keep]
+    hl = (frame[off] & 0xF) * 4
+    ip = bytearray(frame[off:off + hl + 8 + keep])  # only what is kept is copied
     ip[1] = (DSCP_TRIMMED << 2) | (ip[1] & 3)
     ip[2:4] = len(ip).to_bytes(2, "big")
     ip[hl + 4:hl + 6] = (len(ip) - hl).to_bytes(2, "big")
