@@ -89,18 +89,12 @@ def sync_ports(sim: FabricSimulator) -> None:
             setattr(p, k, s[k])
 
 
-def run(sim: FabricSimulator, progress: Any, tick: int, every: int) -> None:
+def run(sim: FabricSimulator) -> None:
     """The run loop of :meth:`FabricSimulator.run` on the C engine (SIM-E1): what the engine
     reports, in order, until every flow is done, the time limit or the end of the events."""
-    eng = sim._engine
-    out = eng.out
-    pyev = sim._pyev
-    inflight = sim._inflight
-    hosts = sim.hosts
-    at_host = sim._at_host
-    limit = sim.cfg.time_limit_s
-    nflows = len(sim.flows)
-    log = sim.event_log
+    eng, pyev, inflight, log = sim._engine, sim._pyev, sim._inflight, sim.event_log
+    out, hosts, at_host, limit = eng.out, sim.hosts, sim._at_host, sim.cfg.time_limit_s
+    event_done = sim.event_done
     deliver = native_fabric.DELIVER
     trimmed_f, ce_f = native_fabric.F_TRIMMED, native_fabric.F_CE
     calls = 0
@@ -137,10 +131,5 @@ def run(sim: FabricSimulator, progress: Any, tick: int, every: int) -> None:
             else:
                 action, a, b = pyev.pop(r.id)
                 action(t, a, b)
-            if progress is not None:
-                tick -= 1
-                if not tick:
-                    tick = every
-                    progress(sim._snapshot())
-            if sim.open_flows <= 0 and sim.delivered + sim.failed_flows >= nflows:
+            if event_done():
                 return

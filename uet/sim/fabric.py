@@ -247,6 +247,7 @@ class FabricSimulator:
         self._pyev: dict[int, tuple] = {}  # C engine: the Python events by id
         self._inflight: dict[int, Packet] = {}  # C engine: the packets in the fabric by id
         self._ticks = 0  # sample_every's events in the heap
+        self._tick = EVERY_EVENTS  # events left until the next progress snapshot
         self._ideal: float | None = None  # ideal_fct(), once progress asks for it
 
     def attach_pcap(self, fh: Any) -> None:
@@ -472,12 +473,8 @@ class FabricSimulator:
         ep = host.ep
         out = ep.datagrams_to_send(now)
         if out:
-            nic = host.nic
-            pcap = self.pcap
-            frame_of = self.frames.frame
-            tag = self._neutral
-            data_keys = self.data_keys
-            engine = self._engine
+            nic, pcap, engine = host.nic, self.pcap, self._engine
+            frame_of, tag, data_keys = self.frames.frame, self._neutral, self.data_keys
             batch = []
             for data, meta in out:
                 frame, (dst, key, control, ect) = frame_of(data, meta)
@@ -581,7 +578,7 @@ class FabricSimulator:
         for i, f in enumerate(self.flows):
             self._push(f.start_s, self._start_flow, i)
         if self._engine is not None:  # SIM-E1
-            cfabric.run(self, self.progress, EVERY_EVENTS, EVERY_EVENTS)
+            cfabric.run(self)
             cfabric.sync_ports(self)
         else:
             self._run_events()
@@ -591,13 +588,20 @@ class FabricSimulator:
             self.progress({**self._snapshot(), "final": True})
         return self._summary(time.perf_counter() - wall0)
 
+    def event_done(self) -> bool:
+        """After each event of either engine's loop: a progress snapshot every
+        :data:`EVERY_EVENTS` events, and True once every flow is complete (delivered or failed),
+        which ends the run."""
+        if self.progress is not None:
+            self._tick -= 1
+            if not self._tick:
+                self._tick = EVERY_EVENTS
+                self.progress(self._snapshot())
+        return self.open_flows <= 0 and self.delivered + self.failed_flows >= len(self.flows)
+
     def _run_events(self) -> None:
         """The Python engine's run loop: the heap's events in (time, seq) order."""
-        heap = self.heap
-        pop = heapq.heappop
-        limit = self.cfg.time_limit_s
-        progress = self.progress
-        tick = EVERY_EVENTS
+        heap, pop, limit = self.heap, heapq.heappop, self.cfg.time_limit_s
         while heap:
             t, _, action, a, b = pop(heap)
             if t > limit:
@@ -605,12 +609,7 @@ class FabricSimulator:
                 break
             self.now = t
             action(t, a, b)
-            if progress is not None:
-                tick -= 1
-                if not tick:
-                    tick = EVERY_EVENTS
-                    progress(self._snapshot())
-            if self.open_flows <= 0 and self.delivered + self.failed_flows >= len(self.flows):
+            if self.event_done():
                 break
         else:
             if self.open_flows > 0:

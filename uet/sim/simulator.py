@@ -207,17 +207,11 @@ class Simulator:
         and, unless dropped, scheduled for arrival with what the link did to it. A frame travels
         as its header and its payload (uet.sim.frames.FrameCache), joined only for the capture
         and for trimming (which rewrites the header's lengths and cuts the payload)."""
-        now = self.now
+        now, rng, c = self.now, self.rng, self.counters
         fwd = host.idx == 0
         dst = self.b if fwd else self.a
-        rng = self.rng
-        push = heapq.heappush
-        heap = self.heap
-        seq = self.seq
-        headers_of = self.frames.headers
-        pcap = self.pcap
-        tr = self.trace is not None
-        c = self.counters
+        heap, seq, push = self.heap, self.seq, heapq.heappush
+        headers_of, pcap, tr = self.frames.headers, self.pcap, self.trace is not None
         c["packets_a" if fwd else "packets_b"] += len(out)
         for data, meta in out:
             if type(data) is not bytes:  # a buffer the host may reuse: the link carries a copy
@@ -296,15 +290,9 @@ class Simulator:
         close_sent = False
         last_delivery = 0.0
         self._flush(a)
-        heap = self.heap
-        pop = heapq.heappop
-        limit = cfg.time_limit_s
-        had = self.had
-        counters = self.counters
-        rx_meta = self.frames.meta
-        flush = self._flush
-        trace = self.trace
-        pcap = self.pcap
+        heap, pop, limit = self.heap, heapq.heappop, cfg.time_limit_s
+        had, counters, rx_meta, flush = self.had, self.counters, self.frames.meta, self._flush
+        trace, pcap = self.trace, self.pcap
         closed_t = ev.PdcClosed
         a_closed = b_closed = False
         next_a, next_b = a.ep.pds.next_event, b.ep.pds.next_event
