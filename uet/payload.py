@@ -1,26 +1,26 @@
 """The seeded pseudo-random bytes that ``uet sim``, ``uet demo`` and ``uet send --bytes`` move.
 
-The stream of a seed is what ``random.Random(seed).randbytes(n)`` returns, produced in pieces:
-one ``randbytes`` call takes its size in bits as a C int, so it fails from 256 MiB on. Pieces of
-whole 32-bit words (a multiple of 4 bytes) followed by one call for the rest give the very same
-bytes as the single call (``getrandbits`` fills little-endian words in order and only the last,
-partial word is shifted), so every seed keeps its data below 256 MiB and has data above it.
+The stream of a seed is what ``random.Random(seed).randbytes(n)`` returns, at any ``n``: made
+by :func:`uet.native.randbytes` (MT19937 in C, or its twin in pieces of whole 32-bit words,
+since one ``randbytes`` call fails from 256 MiB on), so every seed keeps its data below 256 MiB
+and has data above it.
 """
 
 from __future__ import annotations
 
-import io
 import random
 from typing import Iterator
 
-CHUNK = 1 << 20  # a multiple of 4: see the module docstring
+from . import native
+
+CHUNK = 1 << 20  # a multiple of 4 (whole words), so that pieces continue one stream
 
 
 def _words(seed: int, n: int, block: int) -> Iterator[bytes]:
     """The stream in ``block``-byte pieces (``block`` a multiple of 4), the last one shorter."""
     rng = random.Random(seed)
     for off in range(0, n, block):
-        yield rng.randbytes(min(block, n - off))
+        yield native.randbytes(rng, min(block, n - off))
 
 
 def seeded_chunks(seed: int, n: int, size: int = CHUNK) -> Iterator[bytes]:
@@ -46,10 +46,7 @@ def seeded_chunks(seed: int, n: int, size: int = CHUNK) -> Iterator[bytes]:
 
 
 def seeded_bytes(seed: int, n: int) -> bytes:
-    """All ``n`` bytes of ``seed``'s stream at once. Written into a BytesIO, whose buffer grows
-    in place and is handed over without a copy: about ``n`` bytes at the peak, where a join of
-    the pieces holds them and the result, ``2n`` (issue 29: 527 -> 273 MiB for 256 MiB)."""
-    out = io.BytesIO()
-    for piece in _words(seed, n, CHUNK):
-        out.write(piece)
-    return out.getvalue()
+    """All ``n`` bytes of ``seed``'s stream at once, made straight into the bytes returned (the
+    twin: a BytesIO handed over without a copy): about ``n`` bytes at the peak, where a join of
+    pieces holds them and the result, ``2n`` (issue 29: 527 -> 273 MiB for 256 MiB)."""
+    return native.randbytes(random.Random(seed), n)

@@ -12,7 +12,7 @@ import uet.native
 from uet.native import _twin
 
 PUBLIC = ["BACKEND", "crc32c", "crc32", "roce_icrc", "Reassembly", "PsnWindow", "NEW",
-          "DUPLICATE", "OUT_OF_WINDOW", "psn_diff", "psn_lt"]
+          "DUPLICATE", "OUT_OF_WINDOW", "psn_diff", "psn_lt", "randbytes"]
 
 
 def _run(code, **env):

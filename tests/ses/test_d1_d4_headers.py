@@ -167,3 +167,18 @@ def test_s1_packed_headers_equal_the_schema_encoded_ones(n, mtu, opcode, ids, ke
         p = m.packet(k)
         assert m.header(k) == p.header_bytes(), k
         assert bytes(m.payload_of(k)) == p.payload
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(0, 40_000), mtu=st.integers(1, 5000), small=st.booleans())
+def test_size_of_is_the_length_of_payload_of(n, mtu, small):
+    """uet.pds.upper.Outgoing.size_of: what the initiator's window asks of every request, equal
+    to len(payload_of(k)) for every k of a cut message or a single packet (the last one short)."""
+    common = {"opcode": 0x01, "job_id": 1, "pid_on_fep": 2, "resource_index": 0,
+              "initiator": 3, "rel": False, "dc": False}
+    m = cut("peer", 7, bytes(range(256)) * (n // 256) + bytes(n % 256), mtu=mtu,
+            small_header=small, common=common, key={"memory_key": 0, "buffer_offset": 0},
+            medium_ok=small)
+    sizes = [m.size_of(k) for k in range(m.count)]
+    assert sizes == [len(m.payload_of(k)) for k in range(m.count)]
+    assert sum(sizes) == n and all(s == mtu for s in sizes[:-1])

@@ -18,7 +18,8 @@ twin for details):
 ``crc32c(data, crc=0)``, ``crc32c_prefix(data, length, crc=0)``, ``crc32(data, crc=0)``, ``roce_icrc(ip_packet)``,
 ``Reassembly(length, chunk=CHUNK_BYTES)`` (storage allocated as bytes arrive, see
 :mod:`uet.native.reassembly`), ``PsnWindow(start_psn, size=1024)``, ``NEW``,
-``DUPLICATE``, ``OUT_OF_WINDOW``, ``psn_diff(a, b)``, ``psn_lt(a, b)``.
+``DUPLICATE``, ``OUT_OF_WINDOW``, ``psn_diff(a, b)``, ``psn_lt(a, b)``, ``randbytes(rng, n)``
+(the seeded data of uet.payload).
 
 Batched UDP receive and send (``recvmmsg`` / ``sendmmsg`` in C, the per-datagram loop as the
 twin) live in :mod:`uet.native.sockbatch` (``BATCH_BACKEND``). The C data path of issue 15:
@@ -73,3 +74,4 @@ DUPLICATE = _twin.DUPLICATE
 OUT_OF_WINDOW = _twin.OUT_OF_WINDOW
 psn_diff = _impl.psn_diff
 psn_lt = _impl.psn_lt
+randbytes = _impl.randbytes

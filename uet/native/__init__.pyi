@@ -1,5 +1,6 @@
 """Type stubs for uet.native (identical for the "c" and "python" backends)."""
 
+import random
 from typing import Final, Literal
 
 _BytesLike = bytes | bytearray | memoryview
@@ -93,3 +94,7 @@ class PsnWindow:
     def sack_word(self, base_psn: int) -> int:
         """64-bit int: bit i set iff PSN (base_psn + i) mod 2^32 was received
         (PSNs at or before cack count as received)."""
+
+def randbytes(rng: random.Random, n: int) -> bytes:
+    """The next ``n`` bytes of ``rng``, advancing it: what ``rng.randbytes(n)`` returns, at any
+    ``n`` (one randbytes call stops at 256 MiB). ValueError for a negative ``n``."""

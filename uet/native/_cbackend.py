@@ -316,3 +316,19 @@ def psn_diff(a: int, b: int) -> int:
 def psn_lt(a: int, b: int) -> bool:
     """Serial-number a < b (32-bit, RFC 1982 style)."""
     return bool(_lib.uet_psn_lt(a & _M32, b & _M32))
+
+
+def randbytes(rng, n: int) -> bytes:
+    """The twin's randbytes: MT19937 run in C from ``rng``'s state (native/mtbytes.c), straight
+    into the bytes object returned, which then takes the state the generator ends in."""
+    if n < 0:
+        raise ValueError("n must be non-negative, got %d" % n)
+    version, words, gauss = rng.getstate()
+    state = _ffi.new("uint32_t[]", words)
+    # A fresh bytes object (zero pages from calloc, never the shared empty one when n > 0) that
+    # nothing else holds yet, filled in place as CPython's own constructors fill theirs: no copy.
+    out = bytes(n)
+    if len(words) != _lib.UET_MT_STATE or _lib.uet_mt_bytes(state, out, n) != 0:
+        raise ValueError("not a random.Random state")
+    rng.setstate((version, tuple(state), gauss))
+    return out

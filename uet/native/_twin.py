@@ -10,6 +10,7 @@ Nothing here imports cffi, so this module always works.
 from __future__ import annotations
 
 import bisect
+import io
 import struct
 import sys
 import zlib
@@ -26,6 +27,7 @@ __all__ = [
     "OUT_OF_WINDOW",
     "psn_diff",
     "psn_lt",
+    "randbytes",
 ]
 
 # --------------------------------------------------------------------------
@@ -467,3 +469,26 @@ class PsnWindow:
             self._size,
             self._highest,
         )
+
+
+# --------------------------------------------------------------------------
+# The seeded data (uet.payload): the bytes of a random.Random at any length.
+# --------------------------------------------------------------------------
+
+RAND_PIECE = 1 << 20  # bytes per randbytes call: a multiple of 4, see randbytes
+
+
+def randbytes(rng, n: int) -> bytes:
+    """The next ``n`` bytes of ``rng`` (a ``random.Random``), advancing it: what
+    ``rng.randbytes(n)`` returns, at any ``n``. One ``randbytes`` call takes its size in bits as a
+    C int and fails from 256 MiB, so the bytes are made in pieces of whole 32-bit words: the same
+    stream (``getrandbits`` fills little-endian words in order and only the last, partial word is
+    shifted). They are written into a BytesIO, whose buffer is handed over without a copy."""
+    if n < 0:
+        raise ValueError("n must be non-negative, got %d" % n)
+    if n <= RAND_PIECE:
+        return rng.randbytes(n)
+    out = io.BytesIO()
+    for off in range(0, n, RAND_PIECE):
+        out.write(rng.randbytes(min(RAND_PIECE, n - off)))
+    return out.getvalue()

@@ -59,7 +59,7 @@ class InitiatorCredit:
     def queued(self, item: Any) -> None:
         """PDS-Q1: an item's bytes join the backlog (its last request may be short)."""
         n = item.count
-        self.backlog += (n - 1) * self.p.cfg.mtu + len(item.payload_of(n - 1))
+        self.backlog += (n - 1) * self.p.cfg.mtu + item.size_of(n - 1)
 
     def sent_new(self, nbytes: int) -> None:
         self.backlog -= nbytes

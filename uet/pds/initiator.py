@@ -267,7 +267,7 @@ class Initiator(PdcSide):
             it = queue[0]
             item = it.item
             k = it.next
-            n = len(item.payload_of(k))
+            n = item.size_of(k)
             # the gate of _may_send: the congestion control's, or RCCC's credit (PDS-Q4)
             if not (cc.can_send(rec.inflight, n) if credit is None else credit.may_send(n)):
                 break

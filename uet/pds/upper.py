@@ -52,6 +52,10 @@ class Outgoing(Protocol):
     def payload_of(self, k: int) -> bytes | memoryview:
         """The payload of request ``k``."""
 
+    def size_of(self, k: int) -> int:
+        """``len(payload_of(k))``, without making the payload (the initiator asks it of every
+        request its congestion window may refuse)."""
+
     def header(self, k: int) -> bytes:
         """The SES header (and extension) of request ``k``."""
 

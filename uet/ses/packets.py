@@ -86,6 +86,9 @@ class SesPacket:
     def payload_of(self, k: int) -> bytes:
         return self.payload
 
+    def size_of(self, k: int) -> int:
+        return len(self.payload)
+
     def template(self) -> None:
         """One request: the builder asks :meth:`header` and :meth:`payload_of`."""
         return None
@@ -184,6 +187,10 @@ class Message:
         return self.data[k * self.mtu:(k + 1) * self.mtu]
 
     payload_of = payload
+
+    def size_of(self, k: int) -> int:
+        """The length of :meth:`payload` ``k`` (every request but the last carries ``mtu``)."""
+        return min(self.mtu, self.length - k * self.mtu)
 
     def header(self, k: int) -> bytes:
         """Packet ``k``'s header (and extension), packed from the message's constants."""
