@@ -39,13 +39,23 @@
 --   and uet.pds.sack_bitmap.psn (one per set bit of the SACK bitmap: bit i = PSN sack_base_psn + i,
 --   bit 0 = least significant bit). Enumerations are value strings (the number is the field value),
 --   flags are booleans. Fields wider than 64 bits are byte strings (right-aligned when not
---   byte-aligned). Also: uet.payload_len, uet.payload, uet.crc.value, uet.crc.ok, uet.icv,
+--   byte-aligned). Also: uet.payload_len, uet.payload, uet.crc.value, uet.crc.ok,
+--   uet.crc.status, uet.icv,
 --   uetroce.payload_len, uetroce.icrc.value, uetroce.icrc.ok, uetroce.aeth.syndrome_name.
 --   A name that two headers use with different types is made unique (first declaration keeps it):
 ${renamed}
 --
--- Preferences: ${name}.udp_port, ${name}.trailer (auto: a CRC-32C trailer is present exactly when the
---   last 4 bytes verify, as `uet decode`; crc: always present, a wrong one is "bad CRC"; none),
---   ${name}.ccx_layout (1.0 | xdp2), ${name}.rsv_pdc_bit (80 | 83), ${name}.mswap_cswap_ext.
+-- Preferences: ${name}.udp_port, ${name}.check_crc, ${name}.trailer, ${name}.ccx_layout (1.0 | xdp2),
+--   ${name}.rsv_pdc_bit (80 | 83), ${name}.mswap_cswap_ext.
+--   ${name}.check_crc ("Validate the CRC-32C trailer if possible") is OFF by default, as Wireshark's own
+--   TCP and UDP "Validate the checksum if possible": computing a CRC in Lua costs more than the rest
+--   of the dissection. Off, the trailer is shown with its value and ${name}.crc.status Unverified
+--   (Wireshark's checksum status names: Bad 0, Good 1, Unverified 2), and no frame is called bad.
+--   On (-o ${name}.check_crc:TRUE), it is computed: ${name}.crc.ok, status Good or Bad, "bad CRC".
+--   ${name}.trailer: auto (default): with check_crc, a trailer is present exactly when the last 4
+--   bytes verify, as `uet decode`; without it, on every packet without TSS (facts A.3: protection
+--   is none, CRC or TSS; `uet` and the reference provider end every other packet with one): for a
+--   capture without trailers (XDP2 sends none by default) set trailer to none or turn check_crc on.
+--   crc: always present (a wrong one is "bad CRC" when checked); none: never.
 --   CRC-32C trailer coverage: IP source and destination address, then (UDP mode) the 8-byte UDP header
 --   with checksum 0 and the length as on the wire, then the UET bytes before the trailer; big-endian.
