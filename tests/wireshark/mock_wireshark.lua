@@ -162,12 +162,19 @@ for i = 3, #arg do
   end
 end
 
+-- as Wireshark does before it reads a capture file
+for _, p in pairs(protos) do
+  if p.init then p.init() end
+end
+
 local fh = assert(io.open(pcap, "rb"))
 local data = fh:read("*a")
 fh:close()
 local pos = 25
 local frame_tvb
+local number = 0
 while pos + 16 <= #data do
+  number = number + 1
   local incl = le32(data, pos + 8)
   local frame = data:sub(pos + 16, pos + 15 + incl)
   pos = pos + 16 + incl
@@ -203,7 +210,7 @@ while pos + 16 <= #data do
     __index = function(_, k) if k == "info" then return info_col end return pinfo_cols[k] end,
     __newindex = function(_, k, v) if k == "info" then info_col.text = v else pinfo_cols[k] = v end end,
   })
-  local pinfo = { cols = cols }
+  local pinfo = { cols = cols, number = number, visited = false }
   local ok, err
   local root = new_item()
   if proto == 17 then

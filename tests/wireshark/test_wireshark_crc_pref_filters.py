@@ -1,7 +1,8 @@
 """The plugin's CRC-32C preference and its filterable fields, in real tshark.
 
 * ``check_crc`` (off by default, as Wireshark's own TCP and UDP "Validate the checksum if
-  possible"): off, the trailer (facts A.3) is shown with its value and the status Unverified;
+  possible"): off, a trailer (facts A.3) that is not computed is shown with its value and the status
+  Unverified (in auto mode, a source's first 8 packets are computed: test_wireshark_trailer_learned);
   on, it is verified and a corrupted frame is flagged.
 * Every field stays usable by a display filter and by ``-T fields`` on every packet, whatever the
   preferences: ``-Y`` on a deep field (a PSN of the SACK bitmap, an SES field) selects exactly the
@@ -60,13 +61,17 @@ def _crc_view(run, pn: str) -> list[tuple]:
     return out
 
 
-def test_crc_is_unverified_by_default_and_verified_with_the_preference(tmp_path, lua_file):
-    """A.3: off (the default) the trailer is shown, unverified, also when it is wrong; with
-    check_crc on (and the trailer always expected, trailer:crc) the corrupted frame is flagged."""
+def test_crc_is_unverified_without_check_crc_and_verified_with_it(tmp_path, lua_file):
+    """A.3: check_crc off (the default), a trailer always expected (trailer:crc) is shown, unverified,
+    also when it is wrong; with check_crc on the corrupted frame is flagged. At the defaults (auto),
+    a source's first packets are verified to learn whether it sends trailers: as `uet decode`, the
+    good frame has its trailer (Good) and the corrupted one none, and no frame is called bad."""
     pcap = _good_and_corrupted(tmp_path)
     pn = plugin_name()
+    unchecked = run_tshark(pcap, [lua_file], prefs=(f"{pn}.trailer:crc",))
+    assert _crc_view(unchecked, pn) == [(1, None, [UNVERIFIED], []), (1, None, [UNVERIFIED], [])]
     default = run_tshark(pcap, [lua_file])
-    assert _crc_view(default, pn) == [(1, None, [UNVERIFIED], []), (1, None, [UNVERIFIED], [])]
+    assert _crc_view(default, pn) == [(1, True, [GOOD], []), (0, None, [], [])]
     checked = run_tshark(pcap, [lua_file], prefs=(f"{pn}.check_crc:TRUE", f"{pn}.trailer:crc"))
     good, corrupted = _crc_view(checked, pn)
     assert good == (1, True, [GOOD], [])
@@ -80,12 +85,13 @@ def test_crc_is_unverified_by_default_and_verified_with_the_preference(tmp_path,
 
 
 @pytest.mark.parametrize("name", ["uet_ses.pcap", "uet_control_nack.pcap"])
-def test_default_fields_equal_uet_decode_with_every_trailer_unverified(name, lua_file):
-    """Off, a capture whose every frame carries its trailer decodes as `uet decode --trailer crc`
-    does, minus the verdict (crc.ok), with every status Unverified."""
+def test_unchecked_fields_equal_uet_decode_with_every_trailer_unverified(name, lua_file):
+    """check_crc off and trailer:crc, a capture whose every frame carries its trailer decodes as
+    `uet decode --trailer crc` does, minus the verdict (crc.ok), with every status Unverified.
+    (At the defaults: test_wireshark_trailer_learned.py.)"""
     pcap = CAPTURES / name
     pn = plugin_name()
-    run = run_tshark(pcap, [lua_file])
+    run = run_tshark(pcap, [lua_file], prefs=(f"{pn}.trailer:crc",))
     objs = uet_decode_json(pcap, "--trailer", "crc")
     assert len(objs) == len(run.packets)
     for obj, pkt in zip(objs, run.packets):
@@ -153,11 +159,15 @@ def test_fields_output_of_deep_fields_equals_uet_decode(sim_capture, lua_file):
     rows = [line.split("\t") for line in proc.stdout.splitlines()]
     objs = uet_decode_json(sim_capture)
     assert len(rows) == len(objs)
+    sent: collections.Counter[str] = collections.Counter()
     for o, (offset, base, psns, status) in zip(objs, rows):
+        sent[o["ip"]["src"]] += 1
         u = o["uet"]
         assert offset == str(u.get("ses", {}).get("message_offset", ""))
         assert base == str(u["pds"].get("sack_base_psn", ""))
         want = _sack_psns(u["pds"])
         # the first item is the count, then one item per PSN
         assert psns == (",".join(str(x) for x in [len(want), *want]) if base else "")
-        assert status == str(UNVERIFIED)
+        # every frame has its trailer: the first 8 of each source verified, the later ones learned
+        assert o["uet"]["crc"]["ok"] is True
+        assert status == str(GOOD if sent[o["ip"]["src"]] <= 8 else UNVERIFIED)

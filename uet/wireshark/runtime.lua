@@ -16,6 +16,12 @@ local CRC_BAD, CRC_GOOD, CRC_UNVERIFIED = 0, 1, 2
 F["uet:crc.status"] = ProtoField.uint8(PN .. ".crc.status", "crc.status", base.DEC,
   { [CRC_BAD] = "Bad", [CRC_GOOD] = "Good", [CRC_UNVERIFIED] = "Unverified" }, nil,
   "CRC-32C trailer status: Unverified unless the preference check_crc is on")
+-- trailer auto with check_crc off: the packets of a source verified to learn whether it sends
+-- CRC-32C trailers (uet_chain.lua, "Trailer presence learned per sender")
+local LEARN_PACKETS = 8
+F["uet:crc.learned"] = ProtoField.bool(PN .. ".crc.learned",
+  fmt("Trailer presence learned from this source's first %d packets (not computed)", LEARN_PACKETS), base.NONE,
+  nil, nil, "CRC-32C trailer present or not as this source's first packets agreed (trailer auto, check_crc off)")
 F["uet:encrypted"] = ProtoField.bytes(PN .. ".encrypted", "encrypted", base.NONE,
   "PDS, SES and payload encrypted by TSS [facts F]")
 F["uet:icv"] = ProtoField.bytes(PN .. ".icv", "icv", base.NONE, "TSS integrity check value (GCM tag) [facts F]")
@@ -66,8 +72,8 @@ proto_roce.experts = { REF.bad_icrc, REF.icrc, REF.truncated, REF.reserved, REF.
 -- preferences
 proto.prefs.udp_port = Pref.uint("UDP port", GEN_PORT, "UDP destination (or source) port that carries UET")
 proto.prefs.trailer = Pref.enum("CRC-32C trailer", 1,
-  "auto: with check_crc, present exactly when the last 4 bytes verify (as uet decode), without it " ..
-  "on every packet without TSS (facts A.3); crc: always present; none",
+  "auto: present exactly when the last 4 bytes verify (as uet decode); without check_crc verified on " ..
+  "a source's first 8 packets only, then taken from them when they agree (facts A.3); crc: always present; none",
   { { 1, "auto", 1 }, { 2, "crc", 2 }, { 3, "none", 3 } }, true)
 local TRAILER_MODES = { "auto", "crc", "none" }
 -- Off by default, as Wireshark's own "Validate the checksum if possible" of TCP and UDP: computing
@@ -75,8 +81,8 @@ local TRAILER_MODES = { "auto", "crc", "none" }
 -- 4 KiB frame, against about 0.5 million for all the rest).
 proto.prefs.check_crc = Pref.bool("Validate the CRC-32C trailer if possible", false,
   "Compute the CRC-32C trailer (facts A.3) and report a bad one. Off (as Wireshark's TCP and UDP " ..
-  "checksum validation): the trailer is shown with the status Unverified and, in auto mode, " ..
-  "taken as present on every packet without TSS")
+  "checksum validation): a trailer not computed is shown with the status Unverified; in auto mode " ..
+  "a source's first 8 packets are computed to learn whether it sends trailers")
 proto.prefs.ccx_layout = Pref.enum("ACK_CCX/NACK_CCX layout", 1,
   "1.0: 40/32 bytes (facts H.1 #2-3); xdp2: 32/24 bytes as XDP2 writes them", OPTIONS.ccx_layout.enum, true)
 proto.prefs.rsv_pdc_bit = Pref.enum("use_rsv_pdc bit", 1,

@@ -56,6 +56,65 @@ local PROTOCOL_COLUMN = PN:upper()
 local RAW_HEAD = 256
 local F_PAYLOAD_LEN, F_PAYLOAD, F_SACK_PSN = F["uet:payload_len"], F["uet:payload"], F["uet:pds.sack_bitmap.psn"]
 local F_CRC_VALUE, F_CRC_OK, F_CRC_STATUS = F["uet:crc.value"], F["uet:crc.ok"], F["uet:crc.status"]
+
+-- Trailer presence learned per sender (the preference trailer auto with check_crc off). A.3: a packet
+-- without TSS ends with a CRC-32C trailer or with nothing, as its sender is set up: `uet` and the
+-- reference provider send one, XDP2 sends none unless told to. Computing the CRC to tell costs more
+-- than the rest of the dissection, so the first LEARN_PACKETS (8, runtime.lua) packets of a sender
+-- are verified as with check_crc on (present exactly when the last 4 bytes verify, as `uet decode`);
+-- once they all agree, its later packets take that verdict without a CRC (a trailer shown
+-- Unverified, or none; both marked crc.learned), and a sender whose first packets disagree is
+-- verified on every packet. A sender is its IP source address only: the UDP source port is the
+-- entropy value (A.1), which changes from flow to flow (and with every path the sender sprays
+-- onto), while the trailer setting is the sender's.
+-- The verdict of each frame is kept by frame number: a revisit (pinfo.visited: the GUI's clicks,
+-- tshark's second pass) reuses it, so no verdict depends on the order of visits.
+-- Both tables are emptied by proto.init, which Wireshark calls before it reads a capture file (and
+-- before it dissects them all again after a preference change).
+local V_COMPUTED_YES, V_COMPUTED_NO, V_LEARNED_YES, V_LEARNED_NO = 1, 2, 3, 4
+local F_CRC_LEARNED = F["uet:crc.learned"]
+local senders, frame_verdicts = {}, {}  -- source address -> { n, yes, v }; frame number -> V_*
+function proto.init()
+  senders, frame_verdicts = {}, {}
+end
+
+-- the verdict this frame takes without a CRC (nil: compute it), its sender's state to count a
+-- computed verdict in (nil when the sender is learnt or its first packets disagreed), and the frame
+-- number to keep that verdict under (nil without an IP header: no CRC, and nothing kept, as in
+-- tshark -2's first pass, which builds no tree for the field extractors; the verdict is then taken
+-- when the frame is first dissected with its IP header, in order in the second pass).
+local function known_verdict(pinfo, ipfi, ipv)
+  local num = pinfo.number
+  local v = frame_verdicts[num]
+  if v ~= nil then return v, nil, nil end
+  if ipfi == nil then return nil, nil, nil end
+  local src
+  if ipv == 4 then src = ipfi.range:raw(12, 4) else src = ipfi.range:raw(8, 16) end
+  local st = senders[src]
+  if st == nil then
+    st = { n = 0, yes = 0, v = nil }
+    senders[src] = st
+  end
+  if st.v ~= nil then
+    frame_verdicts[num] = st.v
+    return st.v, nil, nil
+  end
+  if st.n >= LEARN_PACKETS then return nil, nil, num end
+  return nil, st, num
+end
+
+-- keep the computed verdict of frame num and count it for its sender st
+local function record_verdict(num, st, present)
+  if num == nil then return end
+  frame_verdicts[num] = present and V_COMPUTED_YES or V_COMPUTED_NO
+  if st == nil then return end
+  st.n = st.n + 1
+  if present then st.yes = st.yes + 1 end
+  if st.n == LEARN_PACKETS then
+    if st.yes == st.n then st.v = V_LEARNED_YES elseif st.yes == 0 then st.v = V_LEARNED_NO end
+  end
+end
+
 local function dissect_uet(tvb, pinfo, root, ip_mode)
   local n = tvb:len()
   local cols = pinfo.cols
@@ -80,30 +139,44 @@ local function dissect_uet(tvb, pinfo, root, ip_mode)
   local crc_computed = nil
   local is_tss = off < n and floor(sbyte(praw, off + 1) / 8) == 1
   local mode = OPT.trailer
+  local learn = mode == "auto" and not OPT.check_crc
+  -- auto without check_crc: this frame's verdict (V_*), its sender's state, its number to keep a verdict under
+  local verdict, sender, num = nil, nil, nil
   if is_tss then
     -- F: the 16-byte GCM tag replaces the CRC trailer; cut after the TSS header is read
-  elseif mode ~= "none" and endp - off >= CRC_TRAILER_LEN and not OPT.check_crc then
-    -- A.3: without TSS the trailer ends every packet; not computed unless check_crc is on
-    crc_have = true
-    endp = endp - CRC_TRAILER_LEN
   elseif mode ~= "none" and endp - off >= CRC_TRAILER_LEN then
-    local carried = tvb(n - CRC_TRAILER_LEN, CRC_TRAILER_LEN):uint()
-    local seed = crc_seed(tvb, ip_mode, ipfi, ipv)
-    if seed ~= nil then crc_computed = crc_update(T32C, seed, tvb:raw(0, n - CRC_TRAILER_LEN)) end
-    if mode == "crc" then
+    local carried = nil  -- read only to compute: the crc.value item reads its own bytes
+    if learn then verdict, sender, num = known_verdict(pinfo, ipfi, ipv) end
+    if verdict == V_LEARNED_YES or verdict == V_COMPUTED_YES then
+      crc_have, crc_value = true, carried
+      if verdict == V_COMPUTED_YES then crc_ok = true end
+      endp = endp - CRC_TRAILER_LEN
+    elseif verdict ~= nil then
+      -- V_LEARNED_NO or V_COMPUTED_NO: no trailer
+    elseif mode == "crc" and not OPT.check_crc then
+      -- A.3: a trailer is expected; not computed unless check_crc is on
       crc_have, crc_value = true, carried
       endp = endp - CRC_TRAILER_LEN
-      if crc_computed == nil then
-        crc_msg = "crc: no IP context, trailer not verified"
-      else
-        crc_ok = (crc_computed == carried)
-        if not crc_ok then
-          crc_msg = fmt("crc: CRC-32C trailer mismatch: carries 0x%08x, computed 0x%08x", carried, crc_computed)
+    else
+      carried = tvb(n - CRC_TRAILER_LEN, CRC_TRAILER_LEN):uint()
+      local seed = crc_seed(tvb, ip_mode, ipfi, ipv)
+      if seed ~= nil then crc_computed = crc_update(T32C, seed, tvb:raw(0, n - CRC_TRAILER_LEN)) end
+      if mode == "crc" then
+        crc_have, crc_value = true, carried
+        endp = endp - CRC_TRAILER_LEN
+        if crc_computed == nil then
+          crc_msg = "crc: no IP context, trailer not verified"
+        else
+          crc_ok = (crc_computed == carried)
+          if not crc_ok then
+            crc_msg = fmt("crc: CRC-32C trailer mismatch: carries 0x%08x, computed 0x%08x", carried, crc_computed)
+          end
         end
+      elseif crc_computed == carried then
+        crc_have, crc_value, crc_ok = true, carried, true
+        endp = endp - CRC_TRAILER_LEN
       end
-    elseif crc_computed == carried then
-      crc_have, crc_value, crc_ok = true, carried, true
-      endp = endp - CRC_TRAILER_LEN
+      record_verdict(num, sender, crc_have)
     end
   elseif mode == "crc" then
     crc_msg = "crc: packet too short to carry a CRC-32C trailer"
@@ -228,7 +301,8 @@ local function dissect_uet(tvb, pinfo, root, ip_mode)
     for i = 1, count do add_generated(st, F_SACK_PSN, r, psns[i]) end
   end
 
-  add_generated(top, F_PAYLOAD_LEN, tvb_range(tvb, off < n and off or n, 0), payload_len)
+  local end_range = tvb_range(tvb, off < n and off or n, 0)  -- where the headers end
+  add_generated(top, F_PAYLOAD_LEN, end_range, payload_len)
   if payload_len > 0 and off < endp and not tss then t_add(top, F_PAYLOAD, tvb_range(tvb, off, payload_len)) end
   if is_tss and n - endp > 0 then top:add(F["uet:icv"], tvb(endp, n - endp)) end
   if crc_have then
@@ -246,6 +320,10 @@ local function dissect_uet(tvb, pinfo, root, ip_mode)
     elseif crc_msg then
       report(ci, EF.crc, nil, crc_msg, probs)
     end
+  end
+  if verdict == V_LEARNED_YES or verdict == V_LEARNED_NO then
+    -- one item for both: the trailer's items tell whether there is one
+    add_generated(top, F_CRC_LEARNED, end_range, true)
   end
   local dscp = dscp_of(ipfi, ipv)
   if dscp == 11 then
