@@ -203,7 +203,8 @@ def test_tshark_shows_the_tag_and_the_uet_fields(tmp_path, capsys):
               tagged(PLAIN, vlan_after=True, t=csig.DELAY, s=1, r=1, ethertype=0x8100)]
     path = write(tmp_path / "t.pcap", frames)
     objs = decode(capsys, path)
-    run = run_tshark(path, [lua], own=("uet", "uetroce", "uetcsig"))
+    # the trailer verified (uet.check_crc, off by default) so that crc.ok compares with uet decode's
+    run = run_tshark(path, [lua], prefs=("uet.check_crc:TRUE",), own=("uet", "uetroce", "uetcsig"))
     assert run.returncode == 0 and stderr_problems(run.stderr) == [], run.stderr
     assert "Lua Error" not in run.pdml
     assert len(run.packets) == len(objs)

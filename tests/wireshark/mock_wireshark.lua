@@ -2,7 +2,9 @@
 -- Lua interpreter (lua5.2 or lua5.4) over a pcap: it checks that the script's bit arithmetic, CRCs
 -- and formatting behave the same on Lua 5.2 (Wireshark 4.0) and Lua 5.4 (Wireshark 4.4+).
 --
---   lua5.4 mock_wireshark.lua uet.lua capture.pcap
+--   lua5.4 mock_wireshark.lua uet.lua capture.pcap [proto.pref:VALUE ...]
+--
+-- Arguments after the capture set preferences as tshark's -o does (TRUE, FALSE or a number).
 --
 -- For every frame it prints one line: the Info column, then every item added with an explicit
 -- value (abbr=value) and every expert message, tab-separated.
@@ -56,6 +58,7 @@ Tvb.__call = function(self, o, l)
   assert(o >= 0 and l >= 0 and o + l <= #self.data, "tvb range out of bounds")
   return new_range(self, o, l)
 end
+Tvb.range = Tvb.__call
 function Tvb:len() return #self.data end
 function Tvb:offset() return self.raw_off end
 function Tvb:raw(o, l) return self.data:sub(o + 1, o + l) end
@@ -80,7 +83,10 @@ function Range:uint64()
   local s = string.rep("\0", 8 - self.l) .. self:bytes_()
   return UInt64.new(u32(s, 5), u32(s, 1))
 end
-function Range:range(o, l) return new_range(self.tvb, self.o + o, l) end
+function Range:range(o, l)
+  assert(o >= 0 and l >= 0 and o + l <= self.l, "range out of bounds")  -- as Wireshark's TvbRange:range
+  return new_range(self.tvb, self.o + o, l)
+end
 
 -- tree -----------------------------------------------------------------------------------------
 local out = {}
@@ -97,6 +103,8 @@ function Item:append_text() return self end
 function Item:set_generated() return self end
 function Item:add_tvb_expert_info(_, _, msg) out[#out + 1] = "!" .. msg; return self end
 function Item:add_proto_expert_info(_, msg) out[#out + 1] = "!" .. msg; return self end
+-- as in Wireshark, the classes are global tables of their methods
+TreeItem, Tvb, TvbRange = Item, Tvb, Range
 
 -- registration API -----------------------------------------------------------------------------
 local protos = {}
@@ -143,13 +151,30 @@ end end }
 
 -- run --------------------------------------------------------------------------------------------
 dofile(script)
+for i = 3, #arg do
+  local pname, key, value = arg[i]:match("^([%w_]+)%.([%w_]+):(.*)$")
+  local v = (value == "TRUE") or (value ~= "FALSE" and (tonumber(value) or value))
+  for _, p in pairs(protos) do
+    if p.name == pname then
+      rawset(p.prefs, key, v)
+      if p.prefs_changed then p.prefs_changed() end
+    end
+  end
+end
+
+-- as Wireshark does before it reads a capture file
+for _, p in pairs(protos) do
+  if p.init then p.init() end
+end
 
 local fh = assert(io.open(pcap, "rb"))
 local data = fh:read("*a")
 fh:close()
 local pos = 25
 local frame_tvb
+local number = 0
 while pos + 16 <= #data do
+  number = number + 1
   local incl = le32(data, pos + 8)
   local frame = data:sub(pos + 16, pos + 15 + incl)
   pos = pos + 16 + incl
@@ -185,7 +210,7 @@ while pos + 16 <= #data do
     __index = function(_, k) if k == "info" then return info_col end return pinfo_cols[k] end,
     __newindex = function(_, k, v) if k == "info" then info_col.text = v else pinfo_cols[k] = v end end,
   })
-  local pinfo = { cols = cols }
+  local pinfo = { cols = cols, number = number, visited = false }
   local ok, err
   local root = new_item()
   if proto == 17 then

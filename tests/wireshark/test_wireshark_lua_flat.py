@@ -99,10 +99,15 @@ def test_per_packet_lookups_do_not_walk_the_layouts():
     assert sorted(extractors) == ["frame", "ip", "ipv6", "udp"]
 
 
-def test_add_header_makes_only_its_three_result_tables():
+def test_add_header_makes_only_its_three_result_tables_and_its_bytes():
+    """Per header, not per field: the values, items and ranges by name, and the header's bytes as
+    numbers (one string.byte call; the fields are then read by table lookups)."""
     body = function_body(generate_lua(), "local function add_header(")
     assert "local v, items, pos = {}, {}, {}" in body
-    assert body.count("{}") == 3 and "{ " not in body.replace("{}, {}, {}", "")
+    bytes_table = "local by = { sbyte(raw, 1, take) }"
+    assert body.count(bytes_table) == 1
+    rest = body.replace(bytes_table, "")
+    assert rest.count("{}") == 3 and "{ " not in rest.replace("{}, {}, {}", "")
 
 
 def test_crc_block_is_unrolled_without_tables():
@@ -186,8 +191,8 @@ def test_crc_seed_and_dscp_come_from_the_innermost_ip_header(tmp_path):
     lua = tmp_path / "uet.lua"
     lua.write_text(generate_lua(), encoding="utf-8")
     _check_file(pcap, lua)
-    run = run_tshark(pcap, [lua])
     pn = plugin_name()
+    run = run_tshark(pcap, [lua], prefs=(f"{pn}.check_crc:TRUE",))
     assert len(run.packets) == len(cases)
     for (dscp, _), pkt in zip(cases, run.packets):
         assert [a["show"] for a in pkt.fields[f"{pn}.crc.ok"]] in (["True"], ["1"]), pkt.number

@@ -27,8 +27,9 @@ needs_both = pytest.mark.skipif(not (LUA52 and LUA54), reason="lua5.2 and lua5.4
                                 "installed (Debian: apt-get install lua5.2 lua5.4)")
 
 
-def mock_run(lua: str, script: Path, pcap: Path) -> list[str]:
-    proc = subprocess.run([lua, str(MOCK), str(script), str(pcap)], capture_output=True, text=True,
+def mock_run(lua: str, script: Path, pcap: Path, *prefs: str) -> list[str]:
+    """The mock's lines for each frame; ``prefs`` as tshark's ``-o`` (``uet.check_crc:TRUE``)."""
+    proc = subprocess.run([lua, str(MOCK), str(script), str(pcap), *prefs], capture_output=True, text=True,
                           cwd=HERE, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -39,8 +40,8 @@ def mock_run(lua: str, script: Path, pcap: Path) -> list[str]:
 @needs_both
 @pytest.mark.parametrize("pcap", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
 def test_lua52_and_lua54_agree(pcap, lua_file):
-    a = mock_run(LUA52, lua_file, pcap)
-    b = mock_run(LUA54, lua_file, pcap)
+    a = mock_run(LUA52, lua_file, pcap, "uet.check_crc:TRUE")
+    b = mock_run(LUA54, lua_file, pcap, "uet.check_crc:TRUE")
     assert a == b
     if pcap.parent == CAPTURES and pcap.name != "bad.pcap":  # CRCs really verified on both
         assert sum("crc.ok=true" in ln for ln in a) >= len(a) - 2

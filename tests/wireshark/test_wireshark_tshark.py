@@ -42,8 +42,10 @@ def _prefs(*names: str) -> tuple[str, ...]:
 
 def _check_file(pcap: Path, lua: Path, prefs: tuple[str, ...] = (), cli_args: tuple[str, ...] = (),
                 opts: Options | None = None, pn: str | None = None, scripts: tuple[Path, ...] = ()) -> None:
+    """Every frame of ``pcap`` shows what ``uet decode`` says, CRC-32C trailer status included: the
+    trailer is verified (check_crc on; off by default, as Wireshark's own checksums)."""
     pn = pn or plugin_name()
-    run = run_tshark(pcap, [*scripts, lua], prefs, own=(pn, "uetroce"))
+    run = run_tshark(pcap, [*scripts, lua], (f"{pn}.check_crc:TRUE", *prefs), own=(pn, "uetroce"))
     assert run.returncode == 0, run.stderr
     assert stderr_problems(run.stderr) == [], run.stderr
     assert "Lua Error" not in run.pdml and "_ws.lua.error" not in run.pdml

@@ -136,10 +136,10 @@ def test_unprivileged_run_gives_the_same_dissection(lua_file):
     """The fallback for builds that skip user scripts as root, forced here: tshark as nobody with
     copies of the files shows exactly what uet decode shows."""
     pcap = CAPTURES / "uet_pds.pcap"
-    run = run_tshark(pcap, [lua_file], run_as=UNPRIVILEGED)
+    name = tshark_env().name
+    run = run_tshark(pcap, [lua_file], prefs=(f"{name}.check_crc:TRUE",), run_as=UNPRIVILEGED)
     assert run.returncode == 0 and "Running as user" not in run.stderr, run.stderr
     objs = uet_decode_json(pcap)
     assert len(objs) == len(run.packets)
-    name = tshark_env().name
     for obj, pkt in zip(objs, run.packets):
         assert compare(obj, pkt, pn=name) == []

@@ -39,13 +39,27 @@
 --   and uet.pds.sack_bitmap.psn (one per set bit of the SACK bitmap: bit i = PSN sack_base_psn + i,
 --   bit 0 = least significant bit). Enumerations are value strings (the number is the field value),
 --   flags are booleans. Fields wider than 64 bits are byte strings (right-aligned when not
---   byte-aligned). Also: uet.payload_len, uet.payload, uet.crc.value, uet.crc.ok, uet.icv,
+--   byte-aligned). Also: uet.payload_len, uet.payload, uet.crc.value, uet.crc.ok,
+--   uet.crc.status, uet.crc.learned, uet.icv,
 --   uetroce.payload_len, uetroce.icrc.value, uetroce.icrc.ok, uetroce.aeth.syndrome_name.
 --   A name that two headers use with different types is made unique (first declaration keeps it):
 ${renamed}
 --
--- Preferences: ${name}.udp_port, ${name}.trailer (auto: a CRC-32C trailer is present exactly when the
---   last 4 bytes verify, as `uet decode`; crc: always present, a wrong one is "bad CRC"; none),
---   ${name}.ccx_layout (1.0 | xdp2), ${name}.rsv_pdc_bit (80 | 83), ${name}.mswap_cswap_ext.
+-- Preferences: ${name}.udp_port, ${name}.check_crc, ${name}.trailer, ${name}.ccx_layout (1.0 | xdp2),
+--   ${name}.rsv_pdc_bit (80 | 83), ${name}.mswap_cswap_ext.
+--   ${name}.check_crc ("Validate the CRC-32C trailer if possible") is OFF by default, as Wireshark's own
+--   TCP and UDP "Validate the checksum if possible": computing a CRC in Lua costs more than the rest
+--   of the dissection. Off, a trailer not computed is shown with its value and ${name}.crc.status
+--   Unverified (Wireshark's checksum status names: Bad 0, Good 1, Unverified 2); no frame is called bad.
+--   On (-o ${name}.check_crc:TRUE), it is computed: ${name}.crc.ok, status Good or Bad, "bad CRC".
+--   ${name}.trailer: auto (default): a trailer is present exactly when the last 4 bytes verify, as
+--   `uet decode` (facts A.3: protection is none, CRC or TSS, as the sender is set up: `uet` and the
+--   reference provider send a trailer, XDP2 none unless told to). With check_crc on, every packet is
+--   computed. Off, the first 8 packets of each source (its IP source address: the UDP source port is
+--   the entropy, A.1) are computed; once they agree, that source's later packets take their verdict
+--   without a CRC: a trailer shown Unverified, or none, marked ${name}.crc.learned ("learned from this
+--   source's first 8 packets"); a source whose first 8 disagree is computed on every packet. Each
+--   frame keeps the verdict of its first dissection (revisits reuse it); a new file starts afresh.
+--   crc: always present (a wrong one is "bad CRC" when checked); none: never.
 --   CRC-32C trailer coverage: IP source and destination address, then (UDP mode) the 8-byte UDP header
 --   with checksum 0 and the length as on the wire, then the UET bytes before the trailer; big-endian.

@@ -13,7 +13,8 @@ else
 end
 local POW2 = { [0] = 1 }
 for i = 1, 53 do POW2[i] = POW2[i - 1] * 2 end
-local floor, min, max, sbyte, schar, fmt = math.floor, math.min, math.max, string.byte, string.char, string.format
+local floor, min, max, sbyte, schar, ssub, fmt = math.floor, math.min, math.max, string.byte, string.char,
+  string.sub, string.format
 local OPT = {}  -- decoder options, read from the preferences
 
 -- CRC-32C (Castagnoli, reflected 0x82F63B78) and CRC-32 (IEEE, reflected 0xEDB88320), sliced by
@@ -44,10 +45,18 @@ local function crc_table(poly)
   end
   return t
 end
-local T32C, T32 = crc_table(0x82F63B78), crc_table(0xEDB88320)
+-- T32C and T32 name the two CRCs; their 64 tables of 256 entries are built on first use: a
+-- dissector that never computes a CRC (the default: the preference check_crc is off) neither
+-- spends the 40 million instructions nor keeps the 32768 entries.
+local T32C, T32 = { poly = 0x82F63B78 }, { poly = 0xEDB88320 }
+local function crc_tables(c)
+  local t = c.t
+  if t == nil then t = crc_table(c.poly); c.t = t end
+  return t
+end
 
--- crc_update(t, crc, s): continue a finished CRC value over the bytes of string s
--- (crc(b, crc(a)) == crc(a .. b)); t is T32C or T32.
+-- crc_update(c, crc, s): continue a finished CRC value over the bytes of string s
+-- (crc(b, crc(a)) == crc(a .. b)); c is T32C or T32.
 local crc_update
 do
   local N, native = CRC_SLICE, not bit32
@@ -70,9 +79,9 @@ do
     tail = "c = bxor(t0[bxor(c, sbyte(s, i)) % 256], rshift(c, 8))"
   end
   local src = table.concat({
-    "local bxor, rshift, sbyte, unpack = ...",
-    "return function(t, crc, s)",
-    "  local " .. table.concat(tl, ", ") .. " = unpack(t, 0, " .. (N - 1) .. ")",
+    "local bxor, rshift, sbyte, unpack, crc_tables = ...",
+    "return function(c, crc, s)",
+    "  local " .. table.concat(tl, ", ") .. " = unpack(crc_tables(c), 0, " .. (N - 1) .. ")",
     "  local c = bxor(crc, 0xFFFFFFFF)",
     "  local n, i = #s, 1",
     "  while i + " .. (N - 1) .. " <= n do",
@@ -83,7 +92,7 @@ do
     "  while i <= n do " .. tail .. "; i = i + 1 end",
     "  return bxor(c, 0xFFFFFFFF)",
     "end" }, "\n")
-  crc_update = load(src, "=crc_update", "t")(bxor, rshift, sbyte, table.unpack or unpack)
+  crc_update = load(src, "=crc_update", "t")(bxor, rshift, sbyte, table.unpack or unpack, crc_tables)
 end
 
 -- bits of a header held in the Lua string raw: b = first byte (0-based), nb bytes, pad = bits

@@ -11,6 +11,17 @@ F["uet:payload"] = ProtoField.bytes(PN .. ".payload", "payload")
 F["uet:crc.value"] = ProtoField.uint32(PN .. ".crc.value", "crc.value", base.HEX, nil, nil,
   "CRC-32C trailer [facts A.3]")
 F["uet:crc.ok"] = ProtoField.bool(PN .. ".crc.ok", "crc.ok", base.NONE, nil, nil, "CRC-32C trailer verifies")
+-- the names and numbers of Wireshark's own checksum status (proto_checksum_vals, PROTO_CHECKSUM_E_*)
+local CRC_BAD, CRC_GOOD, CRC_UNVERIFIED = 0, 1, 2
+F["uet:crc.status"] = ProtoField.uint8(PN .. ".crc.status", "crc.status", base.DEC,
+  { [CRC_BAD] = "Bad", [CRC_GOOD] = "Good", [CRC_UNVERIFIED] = "Unverified" }, nil,
+  "CRC-32C trailer status: Unverified unless the preference check_crc is on")
+-- trailer auto with check_crc off: the packets of a source verified to learn whether it sends
+-- CRC-32C trailers (uet_chain.lua, "Trailer presence learned per sender")
+local LEARN_PACKETS = 8
+F["uet:crc.learned"] = ProtoField.bool(PN .. ".crc.learned",
+  fmt("Trailer presence learned from this source's first %d packets (not computed)", LEARN_PACKETS), base.NONE,
+  nil, nil, "CRC-32C trailer present or not as this source's first packets agreed (trailer auto, check_crc off)")
 F["uet:encrypted"] = ProtoField.bytes(PN .. ".encrypted", "encrypted", base.NONE,
   "PDS, SES and payload encrypted by TSS [facts F]")
 F["uet:icv"] = ProtoField.bytes(PN .. ".icv", "icv", base.NONE, "TSS integrity check value (GCM tag) [facts F]")
@@ -61,9 +72,17 @@ proto_roce.experts = { REF.bad_icrc, REF.icrc, REF.truncated, REF.reserved, REF.
 -- preferences
 proto.prefs.udp_port = Pref.uint("UDP port", GEN_PORT, "UDP destination (or source) port that carries UET")
 proto.prefs.trailer = Pref.enum("CRC-32C trailer", 1,
-  "auto: present exactly when the last 4 bytes verify (as uet decode); crc: always present; none",
+  "auto: present exactly when the last 4 bytes verify (as uet decode); without check_crc verified on " ..
+  "a source's first 8 packets only, then taken from them when they agree (facts A.3); crc: always present; none",
   { { 1, "auto", 1 }, { 2, "crc", 2 }, { 3, "none", 3 } }, true)
 local TRAILER_MODES = { "auto", "crc", "none" }
+-- Off by default, as Wireshark's own "Validate the checksum if possible" of TCP and UDP: computing
+-- the CRC in Lua costs more than the rest of the dissection (some 1.2 million instructions for a
+-- 4 KiB frame, against about 0.5 million for all the rest).
+proto.prefs.check_crc = Pref.bool("Validate the CRC-32C trailer if possible", false,
+  "Compute the CRC-32C trailer (facts A.3) and report a bad one. Off (as Wireshark's TCP and UDP " ..
+  "checksum validation): a trailer not computed is shown with the status Unverified; in auto mode " ..
+  "a source's first 8 packets are computed to learn whether it sends trailers")
 proto.prefs.ccx_layout = Pref.enum("ACK_CCX/NACK_CCX layout", 1,
   "1.0: 40/32 bytes (facts H.1 #2-3); xdp2: 32/24 bytes as XDP2 writes them", OPTIONS.ccx_layout.enum, true)
 proto.prefs.rsv_pdc_bit = Pref.enum("use_rsv_pdc bit", 1,
@@ -74,11 +93,32 @@ proto.prefs.mswap_cswap_ext = Pref.bool("MSWAP carries the compare-swap extensio
 
 local function read_prefs()
   OPT.trailer = TRAILER_MODES[proto.prefs.trailer] or "auto"
+  OPT.check_crc = proto.prefs.check_crc and true or false
   OPT.ccx_layout = OPTIONS.ccx_layout.values[proto.prefs.ccx_layout] or OPTIONS.ccx_layout.values[1]
   OPT.rsv_pdc_bit = OPTIONS.rsv_pdc_bit.values[proto.prefs.rsv_pdc_bit] or OPTIONS.rsv_pdc_bit.values[1]
   OPT.mswap_cswap_ext = proto.prefs.mswap_cswap_ext and true or false
 end
 read_prefs()
+
+-- Wireshark's classes are global tables of their methods (TreeItem.add, TvbRange.range, ...): calling
+-- them directly skips the userdata's __index lookup, about a sixth of what an add costs. Elsewhere
+-- (a mock, a future Wireshark without those tables) the method is looked up on the object.
+local function method(class, name)
+  local f = type(class) == "table" and rawget(class, name)
+  if type(f) == "function" then return f end
+  return function(o, ...) return o[name](o, ...) end
+end
+local t_add, t_set_text = method(TreeItem, "add"), method(TreeItem, "set_text")
+local t_set_generated = method(TreeItem, "set_generated")
+local tvb_range, tvb_raw = method(Tvb, "range"), method(Tvb, "raw")
+local r_range = method(TvbRange, "range")
+
+-- add a generated item: field f over range r with value x
+local function add_generated(parent, f, r, x)
+  local it = t_add(parent, f, r, x)
+  t_set_generated(it)
+  return it
+end
 
 local function report(item, ef, range, msg, probs)
   if range then item:add_tvb_expert_info(ef, range, msg) else item:add_proto_expert_info(ef, msg) end
@@ -99,6 +139,7 @@ for _, h in pairs(H) do
     for _, d in ipairs(var.fields) do
       if d.w <= 32 then d.q, d.m = POW2[d.p], POW2[d.w] end
       if d.k == K_RSVD then
+        d.zero = string.rep("\0", d.l)  -- reserved bits are clear when their bytes are all zero
         var.rsvd[#var.rsvd + 1] = d
       else
         d.same = prev ~= nil and prev.b == d.b and prev.l == d.l
@@ -108,23 +149,17 @@ for _, h in pairs(H) do
         var.enums[#var.enums + 1] = d
         if h.enum_of[d.n] == nil then h.enum_of[d.n] = d.e end
       end
+      if d.n == "sack_bitmap" and var == h.vars[1] then h.sack = d end  -- the SACK bitmap as PSNs
     end
   end
 end
 
--- the value of numeric field d (width <= 32) of the header bytes in raw
-local function field_value(raw, d)
+-- the value of numeric field d (width <= 32) of a header whose bytes are the numbers in by
+-- (table lookups: no call to string.byte per field; math.floor keeps the value an integer on Lua 5.4)
+local function field_value(by, d)
   local b, l = d.b, d.l
-  local acc
-  if l == 1 then
-    acc = sbyte(raw, b + 1)
-  elseif l == 2 then
-    local x1, x2 = sbyte(raw, b + 1, b + 2)
-    acc = x1 * 256 + x2
-  else
-    acc = 0
-    for i = b + 1, b + l do acc = acc * 256 + sbyte(raw, i) end
-  end
+  local acc = by[b + 1]
+  for i = b + 2, b + l do acc = acc * 256 + by[i] end
   acc = floor(acc / d.q) % d.m
   if d.s and acc >= d.m / 2 then acc = acc - d.m end
   return acc
@@ -140,9 +175,7 @@ local function add_derived(h, sub, v, items, pos)
       local x
       if dv.neg then x = (a - b) % dv.m else x = (a + b) % dv.m end
       v[dv.n] = x
-      local it = sub:add(dv.f, pos[dv.b], x)
-      it:set_generated()
-      items[dv.n] = it
+      items[dv.n] = add_generated(sub, dv.f, pos[dv.b], x)
     end
   end
 end
@@ -151,15 +184,28 @@ end
 -- the header's size, its tree item, the values read, the field items by name. unknown (optional):
 -- function(header key, field, value) that words an undefined enum value more precisely (a
 -- protocol violation), or returns nil for the generic note (uet/wire/codec.py Variant.problems).
-local function add_header(h, tvb, off, limit, parent, E, probs, unknown)
+-- praw (optional): the packet's first bytes as a string (tvb:raw(0, ...)), to cut the header's
+-- bytes from without another call into Wireshark.
+-- Each call into Wireshark costs thousands of instructions (a TvbRange or TreeItem userdata, its
+-- argument checks, its garbage collection): one range for the header, sub-ranges of it (cheaper
+-- than tvb(off, len)) shared by the fields that cover the same bytes, and one add per field.
+local function add_header(h, tvb, off, limit, parent, E, probs, unknown, praw)
   local have = max(limit - off, 0)
-  local raw = have > 0 and tvb:raw(off, min(have, h.max)) or ""
+  local take = min(have, h.max)
+  local raw
+  if praw and off + take <= #praw then
+    raw = ssub(praw, off + 1, off + take)
+  else
+    raw = take > 0 and tvb_raw(tvb, off, take) or ""
+  end
   local var = h.choose(raw, have)
   local size = var.size
   local ilen = min(size, have)
-  local sub = parent:add(h.hf, tvb(off, ilen))
-  sub:set_text(h.text)
+  local hr = tvb_range(tvb, off, ilen)
+  local sub = t_add(parent, h.hf, hr)
+  t_set_text(sub, h.text)
   local v, items, pos = {}, {}, {}
+  local by = { sbyte(raw, 1, take) }
   local fields = var.fields
   local r = nil
   for i = 1, #fields do
@@ -167,22 +213,22 @@ local function add_header(h, tvb, off, limit, parent, E, probs, unknown)
     local b, l, k = d.b, d.l, d.k
     if b + l > have then break end
     if k ~= K_RSVD then
-      if not d.same then r = tvb(off + b, l) end
+      if not d.same then r = r_range(hr, b, l) end
       local n = d.n
       pos[n] = r
       if k == K_UINT or k == K_FLAG or k == K_INT then
-        v[n] = field_value(raw, d)
-        items[n] = sub:add(d.f, r)
+        v[n] = field_value(by, d)
+        items[n] = t_add(sub, d.f, r)
       elseif k == K_NUMX then
-        local x = field_value(raw, d)
+        local x = field_value(by, d)
         v[n] = x
-        items[n] = sub:add(d.f, r, x)
+        items[n] = t_add(sub, d.f, r, x)
       elseif k == K_U64 or k == K_BYTES then
-        items[n] = sub:add(d.f, r)
+        items[n] = t_add(sub, d.f, r)
       elseif k == K_U64X then
-        items[n] = sub:add(d.f, r, r:uint64():band(UInt64.new(d.mlo, d.mhi)):rshift(d.p))
+        items[n] = t_add(sub, d.f, r, r:uint64():band(UInt64.new(d.mlo, d.mhi)):rshift(d.p))
       elseif k == K_BYTESX then
-        items[n] = sub:add(d.f, r, masked_bytes(raw, b, l, d.p, d.w))
+        items[n] = t_add(sub, d.f, r, masked_bytes(raw, b, l, d.p, d.w))
       end
     end
   end
@@ -194,7 +240,7 @@ local function add_header(h, tvb, off, limit, parent, E, probs, unknown)
   local rsvd = var.rsvd
   for i = 1, #rsvd do
     local d = rsvd[i]
-    local hx = bits_hex(raw, d.b, d.l, d.p, d.w)
+    local hx = ssub(raw, d.b + 1, d.b + d.l) ~= d.zero and bits_hex(raw, d.b, d.l, d.p, d.w)
     if hx then
       report(sub, E.reserved, tvb(off + d.b, d.l),
              fmt("%s: reserved bits %d-%d are set (0x%s)", h.key, d.o, d.o + d.w - 1, hx), probs)
@@ -214,7 +260,7 @@ local function add_header(h, tvb, off, limit, parent, E, probs, unknown)
     end
   end
   add_derived(h, sub, v, items, pos)
-  return v, size, sub, v, items
+  return v, size, sub, v, items, pos
 end
 
 -- the innermost instance of a field that lies before the given data-source offset
