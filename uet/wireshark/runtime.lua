@@ -47,27 +47,37 @@ proto.fields = proto_fields.uet
 proto_roce.fields = proto_fields.roce
 proto_csig.fields = proto_fields.csig
 
-local EF = {
-  bad_crc = ProtoExpert.new(PN .. ".expert.bad_crc", "bad CRC", expert.group.CHECKSUM, expert.severity.ERROR),
-  crc = ProtoExpert.new(PN .. ".expert.crc", "CRC-32C trailer", expert.group.CHECKSUM, expert.severity.WARN),
-  truncated = ProtoExpert.new(PN .. ".expert.truncated", "truncated header", expert.group.MALFORMED, expert.severity.ERROR),
-  reserved = ProtoExpert.new(PN .. ".expert.reserved", "reserved bits set", expert.group.PROTOCOL, expert.severity.WARN),
-  unknown = ProtoExpert.new(PN .. ".expert.unknown_value", "unknown value", expert.group.PROTOCOL, expert.severity.WARN),
-  protocol = ProtoExpert.new(PN .. ".expert.protocol", "protocol violation", expert.group.PROTOCOL, expert.severity.WARN),
-  malformed = ProtoExpert.new(PN .. ".expert.malformed", "not decodable", expert.group.MALFORMED, expert.severity.ERROR),
-  trimmed = ProtoExpert.new(PN .. ".expert.trimmed", "trimmed packet (DSCP 11)", expert.group.SEQUENCE, expert.severity.NOTE),
-}
-proto.experts = { EF.bad_crc, EF.crc, EF.truncated, EF.reserved, EF.unknown, EF.protocol, EF.malformed, EF.trimmed }
-local REF = {
-  bad_icrc = ProtoExpert.new(RN .. ".expert.bad_icrc", "bad ICRC", expert.group.CHECKSUM, expert.severity.ERROR),
-  icrc = ProtoExpert.new(RN .. ".expert.icrc", "ICRC not computed", expert.group.CHECKSUM, expert.severity.WARN),
-  truncated = ProtoExpert.new(RN .. ".expert.truncated", "truncated header", expert.group.MALFORMED, expert.severity.ERROR),
-  reserved = ProtoExpert.new(RN .. ".expert.reserved", "reserved bits set", expert.group.PROTOCOL, expert.severity.WARN),
-  unknown = ProtoExpert.new(RN .. ".expert.unknown_value", "unknown value", expert.group.PROTOCOL, expert.severity.WARN),
-  protocol = ProtoExpert.new(RN .. ".expert.protocol", "protocol note", expert.group.PROTOCOL, expert.severity.WARN),
-  builtin = ProtoExpert.new(RN .. ".expert.builtin", "built-in RoCEv2 dissector failed", expert.group.MALFORMED, expert.severity.WARN),
-}
-proto_roce.experts = { REF.bad_icrc, REF.icrc, REF.truncated, REF.reserved, REF.unknown, REF.protocol, REF.builtin }
+-- Expert infos of one protocol from {key, field suffix, text, group, severity} rows: the table
+-- by key and the list for proto.experts, in the rows' order.
+local function experts(prefix, rows)
+  local by_key, list = {}, {}
+  for i, r in ipairs(rows) do
+    by_key[r[1]] = ProtoExpert.new(prefix .. ".expert." .. r[2], r[3], expert.group[r[4]], expert.severity[r[5]])
+    list[i] = by_key[r[1]]
+  end
+  return by_key, list
+end
+
+local EF, REF
+EF, proto.experts = experts(PN, {
+  {"bad_crc", "bad_crc", "bad CRC", "CHECKSUM", "ERROR"},
+  {"crc", "crc", "CRC-32C trailer", "CHECKSUM", "WARN"},
+  {"truncated", "truncated", "truncated header", "MALFORMED", "ERROR"},
+  {"reserved", "reserved", "reserved bits set", "PROTOCOL", "WARN"},
+  {"unknown", "unknown_value", "unknown value", "PROTOCOL", "WARN"},
+  {"protocol", "protocol", "protocol violation", "PROTOCOL", "WARN"},
+  {"malformed", "malformed", "not decodable", "MALFORMED", "ERROR"},
+  {"trimmed", "trimmed", "trimmed packet (DSCP 11)", "SEQUENCE", "NOTE"},
+})
+REF, proto_roce.experts = experts(RN, {
+  {"bad_icrc", "bad_icrc", "bad ICRC", "CHECKSUM", "ERROR"},
+  {"icrc", "icrc", "ICRC not computed", "CHECKSUM", "WARN"},
+  {"truncated", "truncated", "truncated header", "MALFORMED", "ERROR"},
+  {"reserved", "reserved", "reserved bits set", "PROTOCOL", "WARN"},
+  {"unknown", "unknown_value", "unknown value", "PROTOCOL", "WARN"},
+  {"protocol", "protocol", "protocol note", "PROTOCOL", "WARN"},
+  {"builtin", "builtin", "built-in RoCEv2 dissector failed", "MALFORMED", "WARN"},
+})
 
 -- preferences
 proto.prefs.udp_port = Pref.uint("UDP port", GEN_PORT, "UDP destination (or source) port that carries UET")
