@@ -326,34 +326,29 @@ static int enqueue(uet_fab *f, int32_t pi, int64_t slot, double now) {
 static int transmit(uet_fab *f, int32_t pi, double now) {
     port *p = &f->p[pi];
     for (;;) {
-        int64_t slot, n;
+        int64_t slot, n, depth = -1;  /* depth: the data queue's, for ECN on dequeue */
         if (p->prio.n) {
             slot = fifo_pop(&p->prio);
             n = frame_len(p, &f->pool[slot]);
             p->pbytes -= n;
-            if (now >= p->fail_at) {
-                p->dropped++;
-                int rc = drop(f, now, pi, slot, 0);
-                if (rc < 0) return rc;
-                continue;
-            }
         } else if (p->data.n) {
             slot = fifo_pop(&p->data);
             n = f->pool[slot].len;
             account(p, now);
-            int64_t depth = p->qbytes;
+            depth = p->qbytes;
             p->qbytes -= n;
-            if (now >= p->fail_at) {
-                p->dropped++;
-                int rc = drop(f, now, pi, slot, 0);
-                if (rc < 0) return rc;
-                continue;
-            }
-            if (!p->mark_in) ecn_mark(f, p, &f->pool[slot], depth);  /* NET-N2 "dequeue" (E.6) */
         } else {
             p->busy = 0;
             return UET_FAB_OK;
         }
+        if (now >= p->fail_at) {  /* a failed port drops what it would send */
+            p->dropped++;
+            int rc = drop(f, now, pi, slot, 0);
+            if (rc < 0) return rc;
+            continue;
+        }
+        if (depth >= 0 && !p->mark_in)
+            ecn_mark(f, p, &f->pool[slot], depth);  /* NET-N2 "dequeue" (E.6) */
         p->busy = 1;
         p->tx_packets++;
         p->tx_bytes += n;
